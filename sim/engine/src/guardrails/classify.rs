@@ -1,0 +1,129 @@
+//! The fallback failure classifier: decides whether a tool result failed when the runtime did
+//! not say. It mirrors the CLI's `[error]` tag so the guardrail and the user agree.
+
+use crate::json::{self, Value};
+
+use super::tools::is_file_mutating;
+
+/// Parses after Python's `str.strip()`, as Hermes's result classifiers do.
+fn parse_stripped(result: &[u8]) -> Option<Value> {
+    json::parse(json::py_strip(result)).ok()
+}
+
+/// A write_file or patch result proving the write landed (it counts as success and progress).
+pub fn file_mutation_landed(tool: &str, result: Option<&[u8]>) -> bool {
+    if !is_file_mutating(tool) {
+        return false;
+    }
+    let Some(data) = result.and_then(parse_stripped) else {
+        return false;
+    };
+    if !data.is_object() || data.get("error").is_some_and(Value::truthy) {
+        return false;
+    }
+    match tool {
+        "write_file" => data.get("bytes_written").is_some(),
+        _ => data.get("success") == Some(&Value::Bool(true)),
+    }
+}
+
+/// A harness refusal (`"guardrail_refusal": true`) carries `"error"` but is not a failure.
+pub fn is_guardrail_refusal(result: &[u8]) -> bool {
+    parse_stripped(result)
+        .is_some_and(|d| d.get("guardrail_refusal") == Some(&Value::Bool(true)))
+}
+
+/// Python's `needle in data.get("error", "")`: substring, list membership or key membership.
+fn error_mentions(error: Option<&Value>, needle: &str) -> bool {
+    match error {
+        None => false,
+        Some(Value::Str(s)) => contains(s, needle.as_bytes()),
+        Some(Value::Array(items)) => items.iter().any(|v| v.as_str_bytes() == Some(needle.as_bytes())),
+        Some(Value::Object(pairs)) => pairs.iter().any(|(k, _)| k.as_slice() == needle.as_bytes()),
+        // Python raises TypeError here; Hermes would crash. We read it as "no mention".
+        Some(_) => false,
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether a result failed, by Hermes's fallback rules. `refusals` enables the newer rule that
+/// a harness refusal is not a failure.
+pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bool {
+    let Some(result) = result else {
+        return false;
+    };
+    if file_mutation_landed(tool, Some(result)) {
+        return false;
+    }
+    if refusals && is_guardrail_refusal(result) {
+        return false;
+    }
+    if tool == "terminal" {
+        return match json::parse(result) {
+            Ok(data @ Value::Object(_)) => match data.get("exit_code") {
+                None | Some(Value::Null) => false,
+                Some(code) => !code.equals_zero(),
+            },
+            _ => false,
+        };
+    }
+    if tool == "memory"
+        && let Ok(data @ Value::Object(_)) = json::parse(result)
+        && data.get("success") == Some(&Value::Bool(false))
+        && error_mentions(data.get("error"), "exceed the limit")
+    {
+        return true;
+    }
+    let head = json::char_prefix(result, 500);
+    let lower: Vec<u8> = head.to_ascii_lowercase();
+    contains(&lower, b"\"error\"") || contains(&lower, b"\"failed\"") || result.starts_with(b"Error")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(tool: &str, r: &str) -> bool {
+        classify_failure(tool, Some(r.as_bytes()), true)
+    }
+
+    #[test]
+    fn terminal_uses_exit_code_with_python_equality() {
+        assert!(failed("terminal", r#"{"exit_code":1}"#));
+        assert!(failed("terminal", r#"{"exit_code":"0"}"#));
+        assert!(!failed("terminal", r#"{"exit_code":0.0}"#));
+        assert!(!failed("terminal", r#"{"exit_code":false}"#));
+        assert!(!failed("terminal", r#"{"exit_code":null,"error":"x"}"#));
+        assert!(!failed("terminal", "Error: not json"));
+    }
+
+    #[test]
+    fn generic_rule_looks_at_the_first_500_characters() {
+        assert!(failed("web_search", r#"{"ERROR": 1}"#));
+        assert!(failed("web_search", "Error here"));
+        assert!(!failed("web_search", "error here"));
+        let late = format!("{}\"error\"", "é".repeat(500));
+        assert!(!failed("web_search", &late));
+        let early = format!("{}\"error\"", "é".repeat(493));
+        assert!(failed("web_search", &early));
+        assert!(!classify_failure("web_search", None, true));
+    }
+
+    #[test]
+    fn landed_mutations_and_refusals_are_not_failures() {
+        assert!(!failed("write_file", r#" {"bytes_written": 3, "note": "error"} "#));
+        assert!(failed("write_file", r#"{"bytes_written": 3, "error": "disk"}"#));
+        assert!(!failed("patch", r#"{"success": true, "msg": "\"failed\""}"#));
+        assert!(!failed("read_file", r#"{"error":"again","guardrail_refusal":true}"#));
+        assert!(classify_failure("read_file", Some(br#"{"error":"again","guardrail_refusal":true}"#), false));
+    }
+
+    #[test]
+    fn memory_full_is_a_failure() {
+        assert!(failed("memory", r#"{"success":false,"error":"would exceed the limit"}"#));
+        assert!(!failed("memory", r#"{"success":false,"message":"nope"}"#));
+    }
+}

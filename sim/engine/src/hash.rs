@@ -1,0 +1,216 @@
+//! Call signatures and result hashes, byte-compatible with Hermes.
+//!
+//! A signature is `(tool name, SHA-256 of the canonical arguments)`; a result hash is the
+//! SHA-256 of the canonical re-encoding of the parsed result, or of the raw text when it is not
+//! JSON (or is the literal `null`). Canonical JSON streams straight into the hasher, so no
+//! intermediate string is built.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::json::{self, Sink, Value};
+
+/// A SHA-256 digest; prints as lowercase hex like Python's `hexdigest()`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Hash(pub [u8; 32]);
+
+impl Hash {
+    pub fn of(bytes: &[u8]) -> Hash {
+        Hash(Sha256::digest(bytes).into())
+    }
+
+    pub fn hex(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hash({self})")
+    }
+}
+
+/// Buffers small writes before they reach SHA-256's block function.
+struct HashSink {
+    hasher: Sha256,
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl HashSink {
+    fn new() -> Self {
+        HashSink {
+            hasher: Sha256::new(),
+            buf: [0; 256],
+            len: 0,
+        }
+    }
+
+    fn finish(mut self) -> Hash {
+        self.hasher.update(&self.buf[..self.len]);
+        Hash(self.hasher.finalize().into())
+    }
+}
+
+impl Sink for HashSink {
+    fn put(&mut self, bytes: &[u8]) {
+        if self.len + bytes.len() > self.buf.len() {
+            self.hasher.update(&self.buf[..self.len]);
+            self.len = 0;
+            if bytes.len() > self.buf.len() {
+                self.hasher.update(bytes);
+                return;
+            }
+        }
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+}
+
+/// SHA-256 of a value's canonical JSON.
+pub fn canonical_hash(v: &Value) -> Hash {
+    let mut sink = HashSink::new();
+    json::write_canonical(v, &mut sink);
+    sink.finish()
+}
+
+/// `sha256("{}")`: the hash of any non-object argument list.
+pub const EMPTY_ARGS_HASH: Hash = Hash([
+    0x44, 0x13, 0x6f, 0xa3, 0x55, 0xb3, 0x67, 0x8a, 0x11, 0x46, 0xad, 0x16, 0xf7, 0xe8, 0x64, 0x9e,
+    0x94, 0xfb, 0x4f, 0xc2, 0x1f, 0xe7, 0x7e, 0x83, 0x10, 0xc0, 0x60, 0xf6, 0x1c, 0xaa, 0xff, 0x8a,
+]);
+
+/// The args hash of a call; arguments that are not an object count as `{}`.
+pub fn args_hash(args: &Value) -> Hash {
+    if args.is_object() {
+        canonical_hash(args)
+    } else {
+        EMPTY_ARGS_HASH
+    }
+}
+
+/// Identity of a call: tool name plus argument hash (raw arguments are never kept).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Signature {
+    pub tool: Box<str>,
+    pub args_hash: Hash,
+}
+
+impl Signature {
+    pub fn new(tool: &str, args: &Value) -> Signature {
+        Signature {
+            tool: tool.into(),
+            args_hash: args_hash(args),
+        }
+    }
+}
+
+/// Whether execute_code's volatile bookkeeping is dropped before hashing its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResultHashing {
+    /// Hash the whole parsed result (0.19.0, v0.21.5).
+    Plain,
+    /// Drop top-level `duration_seconds` and `kernel.execution_count` of execute_code results.
+    StripExecuteCodeVolatile,
+}
+
+/// Hermes's result hash of a tool result (`None` counts as the empty string).
+pub fn result_hash(result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
+    let text = result.unwrap_or(b"");
+    match json::parse(text) {
+        Err(_) | Ok(Value::Null) => Hash::of(text),
+        Ok(mut v) => {
+            if hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code" {
+                strip_execute_code_volatile(&mut v);
+            }
+            canonical_hash(&v)
+        }
+    }
+}
+
+/// Removes the two fields that change on every execute_code run even when nothing happened.
+pub fn strip_execute_code_volatile(v: &mut Value) {
+    if let Value::Object(pairs) = v {
+        pairs.retain(|(k, _)| k.as_slice() != b"duration_seconds");
+        for (k, inner) in pairs.iter_mut() {
+            if k.as_slice() == b"kernel"
+                && let Value::Object(kernel) = inner
+            {
+                kernel.retain(|(k, _)| k.as_slice() != b"execution_count");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(text: &str) -> String {
+        canonical_hash(&json::parse(text.as_bytes()).unwrap()).hex()
+    }
+
+    // Vectors observed by running Hermes (SEMANTICS.md 3.3).
+    #[test]
+    fn hermes_vectors() {
+        assert_eq!(EMPTY_ARGS_HASH.hex(), Hash::of(b"{}").hex());
+        assert_eq!(h("{}"), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+        assert_eq!(
+            h(r#"{"b":1,"a":"é"}"#),
+            "aa58fba8483623bed37c1b02edfccbdd9a53123837c20bfa4cb4049993a2872e"
+        );
+        assert_eq!(
+            h("{\"x\":1.0,\"y\":[true,null],\"z\":\"\u{2028}\"}"),
+            "90549b9fbccc3bd86a1a3f175a20f3c39888091e4ed27f0402a346d750740d51"
+        );
+        assert_eq!(
+            result_hash(Some(b"hello"), "terminal", ResultHashing::Plain).hex(),
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        );
+        // A lone surrogate, encoded with surrogatepass.
+        assert_eq!(
+            result_hash(Some(&[0xED, 0xA0, 0x80]), "x", ResultHashing::Plain).hex(),
+            "91a681b998555fb475479817b126c94e57e52011fa1842c5d188795a4a05226b"
+        );
+        assert_eq!(
+            result_hash(Some(br#""\ud800""#), "x", ResultHashing::Plain).hex(),
+            "ee4a76500d4d714ca691afe56c1fd9e0a5fbcb42d6c8f8d7178aae4ddb683cf7"
+        );
+        let exec = br#"{"status":"success","output":"","duration_seconds":0.12,"kernel":{"execution_count":7,"mode":"persistent"}}"#;
+        assert_eq!(
+            result_hash(Some(exec), "execute_code", ResultHashing::StripExecuteCodeVolatile).hex(),
+            "0dfdf60eb56e67f1011b73664a56d25d9b8a8a15c11707781bafef98ae82a769"
+        );
+        assert_eq!(
+            result_hash(Some(exec), "execute_code", ResultHashing::Plain).hex(),
+            "8aad07df77e3bd2dd3cb47cdced9a6e3c6484d26245fecc87e8e04ec265dd2e1"
+        );
+    }
+
+    #[test]
+    fn stripping_only_touches_execute_code() {
+        let exec = br#"{"duration_seconds":1,"kernel":{"execution_count":1}}"#;
+        let other = result_hash(Some(exec), "terminal", ResultHashing::StripExecuteCodeVolatile);
+        assert_eq!(other, result_hash(Some(exec), "terminal", ResultHashing::Plain));
+        let stripped =
+            result_hash(Some(exec), "execute_code", ResultHashing::StripExecuteCodeVolatile);
+        assert_eq!(stripped, Hash::of(br#"{"kernel":{}}"#));
+    }
+
+    #[test]
+    fn null_and_non_json_hash_the_raw_text() {
+        let raw = b" null ";
+        assert_eq!(result_hash(Some(raw), "t", ResultHashing::Plain), Hash::of(raw));
+        assert_eq!(result_hash(None, "t", ResultHashing::Plain), Hash::of(b""));
+    }
+}

@@ -1,0 +1,472 @@
+//! The per-turn loop governor: counts model calls, draws on the iteration budget, applies the
+//! refund rules, decides when the loop ends and with which exit reason, and whether an
+//! out-of-budget summary call follows.
+//!
+//! It keeps two counters, as Hermes does: `api_call_count` (every model call this turn) and
+//! the budget's `used` (what refunds give back). The loop runs while
+//! `api_call_count < max_iterations && budget.remaining() > 0`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::budget::IterationBudget;
+
+/// Why a model reply ended.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    Other(String),
+}
+
+impl fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(s) => s,
+        })
+    }
+}
+
+/// Every way a Hermes turn ends. `Display` prints Hermes's exact strings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExitReason {
+    Unknown,
+    InterruptedByUser,
+    ReviewInputBudgetExhausted,
+    BudgetExhausted,
+    OllamaRuntimeContextTooSmall,
+    InterruptedDuringApiCall,
+    RedirectRestartLimitExceeded,
+    CompactionHandoffNotActionable,
+    RebuiltRestartLimitExceeded,
+    AllRetriesExhaustedNoResponse,
+    SessionPersistenceFailed,
+    GuardrailHalt,
+    TextResponse(FinishReason),
+    PartialStreamRecovery,
+    FallbackPriorTurnContent,
+    EmptyResponseExhausted,
+    /// The argument is cut to 80 characters, as Hermes does.
+    LocalProcessingError(String),
+    RepeatedOuterErrors(String),
+    ErrorNearMaxIterations(String),
+    InterpreterShutdown,
+    MaxIterationsReached { calls: u64, max: u64 },
+    PendingToolResult,
+    ContextCompressionExhausted,
+    ContextCompressionTimeout,
+}
+
+fn cut80(s: &str) -> &str {
+    match s.char_indices().nth(80) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ExitReason::*;
+        match self {
+            Unknown => f.write_str("unknown"),
+            InterruptedByUser => f.write_str("interrupted_by_user"),
+            ReviewInputBudgetExhausted => f.write_str("review_input_budget_exhausted"),
+            BudgetExhausted => f.write_str("budget_exhausted"),
+            OllamaRuntimeContextTooSmall => f.write_str("ollama_runtime_context_too_small"),
+            InterruptedDuringApiCall => f.write_str("interrupted_during_api_call"),
+            RedirectRestartLimitExceeded => f.write_str("redirect_restart_limit_exceeded"),
+            CompactionHandoffNotActionable => f.write_str("compaction_handoff_not_actionable"),
+            RebuiltRestartLimitExceeded => f.write_str("rebuilt_restart_limit_exceeded"),
+            AllRetriesExhaustedNoResponse => f.write_str("all_retries_exhausted_no_response"),
+            SessionPersistenceFailed => f.write_str("session_persistence_failed"),
+            GuardrailHalt => f.write_str("guardrail_halt"),
+            TextResponse(fr) => write!(f, "text_response(finish_reason={fr})"),
+            PartialStreamRecovery => f.write_str("partial_stream_recovery"),
+            FallbackPriorTurnContent => f.write_str("fallback_prior_turn_content"),
+            EmptyResponseExhausted => f.write_str("empty_response_exhausted"),
+            LocalProcessingError(e) => write!(f, "local_processing_error({})", cut80(e)),
+            RepeatedOuterErrors(e) => write!(f, "repeated_outer_errors({})", cut80(e)),
+            ErrorNearMaxIterations(e) => write!(f, "error_near_max_iterations({})", cut80(e)),
+            InterpreterShutdown => f.write_str("interpreter_shutdown"),
+            MaxIterationsReached { calls, max } => write!(f, "max_iterations_reached({calls}/{max})"),
+            PendingToolResult => f.write_str("pending_tool_result"),
+            ContextCompressionExhausted => f.write_str("context_compression_exhausted"),
+            ContextCompressionTimeout => f.write_str("context_compression_timeout"),
+        }
+    }
+}
+
+/// How a failed turn is reported (Hermes's failure table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailureMapping {
+    pub failure_reason: &'static str,
+    pub retryable: bool,
+    pub fails_turn: bool,
+}
+
+impl ExitReason {
+    /// The failure mapping for exit reasons that have one.
+    pub fn failure_mapping(&self) -> Option<FailureMapping> {
+        use ExitReason::*;
+        let m = |failure_reason, retryable, fails_turn| {
+            Some(FailureMapping {
+                failure_reason,
+                retryable,
+                fails_turn,
+            })
+        };
+        match self {
+            EmptyResponseExhausted => m("empty_response", true, false),
+            AllRetriesExhaustedNoResponse => m("server_error", true, true),
+            PendingToolResult | RepeatedOuterErrors(_) | ErrorNearMaxIterations(_) => m("loop_error", true, true),
+            InterpreterShutdown => m("interpreter_shutdown", false, true),
+            LocalProcessingError(_) => m("loop_error", false, false),
+            ContextCompressionTimeout | ContextCompressionExhausted | OllamaRuntimeContextTooSmall => {
+                m("context_overflow", false, true)
+            }
+            RedirectRestartLimitExceeded | RebuiltRestartLimitExceeded => m("loop_error", true, false),
+            _ => None,
+        }
+    }
+}
+
+/// What happens when the budget runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraceMode {
+    /// Nothing: the turn ends without a final answer.
+    None,
+    /// After the loop, one tools-free summary call that uses no budget (at most two attempts).
+    SummaryCall,
+    /// One extra in-loop model call without tools that uses no budget; its text is final.
+    ExtraToolsFreeCall,
+}
+
+/// Where the turn loop differs between versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnRules {
+    pub grace: GraceMode,
+    /// An execute_code-only round also gives back its model call (the article's reading).
+    pub refund_extends_call_cap: bool,
+}
+
+/// What the runtime should do next in the loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Make a model call; `tools` is false for the grace call.
+    Call { tools: bool },
+    /// The loop is over; call [`TurnGovernor::finish`].
+    Exit,
+}
+
+/// Which restart refunds both counters and continues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restart {
+    PreCallCompression,
+    Redirect,
+    CompressionAfterOverflow,
+    RebuiltMessages,
+}
+
+/// How the turn ended, and whether the runtime owes a summary call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnEnd {
+    pub exit_reason: ExitReason,
+    /// Make the out-of-budget summary call (no budget, no tools, at most two attempts).
+    pub summary_call: bool,
+    pub api_calls: u64,
+    pub budget_used: u64,
+}
+
+/// One user turn's loop state.
+#[derive(Debug)]
+pub struct TurnGovernor {
+    rules: TurnRules,
+    max_iterations: u64,
+    budget: Arc<IterationBudget>,
+    /// Children with a shared or reserved budget may not take the owner's last iterations.
+    reserve: u64,
+    api_call_count: u64,
+    exit: ExitReason,
+    grace_state: GraceState,
+    interrupted: bool,
+    failed: bool,
+    final_answer: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GraceState {
+    Unused,
+    Pending,
+    Used,
+}
+
+impl TurnGovernor {
+    /// A turn with a fresh budget of `max_iterations`.
+    pub fn new(rules: TurnRules, max_iterations: u64) -> Self {
+        Self::with_budget(rules, max_iterations, Arc::new(IterationBudget::new(max_iterations)), 0)
+    }
+
+    /// A turn drawing on an existing (possibly shared) budget, keeping `reserve` for its owner.
+    pub fn with_budget(rules: TurnRules, max_iterations: u64, budget: Arc<IterationBudget>, reserve: u64) -> Self {
+        TurnGovernor {
+            rules,
+            max_iterations,
+            budget,
+            reserve,
+            api_call_count: 0,
+            exit: ExitReason::Unknown,
+            grace_state: GraceState::Unused,
+            interrupted: false,
+            failed: false,
+            final_answer: false,
+        }
+    }
+
+    pub fn api_call_count(&self) -> u64 {
+        self.api_call_count
+    }
+
+    pub fn budget(&self) -> &Arc<IterationBudget> {
+        &self.budget
+    }
+
+    pub fn max_iterations(&self) -> u64 {
+        self.max_iterations
+    }
+
+    pub fn exit_reason(&self) -> &ExitReason {
+        &self.exit
+    }
+
+    fn within_limits(&self) -> bool {
+        self.api_call_count < self.max_iterations && self.budget.remaining() > self.reserve
+    }
+
+    /// Starts the next iteration: the loop test, the interrupt check, then the counters.
+    pub fn begin_iteration(&mut self, interrupt_requested: bool) -> Step {
+        if self.exit != ExitReason::Unknown {
+            return Step::Exit;
+        }
+        let grace = if self.within_limits() {
+            false
+        } else if self.rules.grace == GraceMode::ExtraToolsFreeCall && self.grace_state == GraceState::Unused {
+            self.grace_state = GraceState::Pending;
+            true
+        } else {
+            return Step::Exit;
+        };
+        if interrupt_requested {
+            self.exit = ExitReason::InterruptedByUser;
+            self.interrupted = true;
+            return Step::Exit;
+        }
+        self.api_call_count += 1;
+        if grace {
+            self.grace_state = GraceState::Used;
+            return Step::Call { tools: false };
+        }
+        if !self.budget.consume_keeping(self.reserve) {
+            self.exit = ExitReason::BudgetExhausted;
+            return Step::Exit;
+        }
+        Step::Call { tools: true }
+    }
+
+    /// The model answered with text: the turn is over.
+    pub fn text_reply(&mut self, finish: FinishReason) {
+        self.exit = ExitReason::TextResponse(finish);
+        self.final_answer = true;
+    }
+
+    /// A tool round finished. `halted` is the guardrail's turn halt; `tools` the batch's names.
+    /// Returns false when the turn ends here.
+    pub fn tool_round<'a>(&mut self, tools: impl IntoIterator<Item = &'a str>, halted: bool) -> bool {
+        if halted {
+            self.exit = ExitReason::GuardrailHalt;
+            self.final_answer = true;
+            return false;
+        }
+        let mut any = false;
+        let only_exec = tools.into_iter().all(|t| {
+            any = true;
+            t == "execute_code"
+        });
+        if any && only_exec {
+            self.budget.refund();
+            if self.rules.refund_extends_call_cap {
+                self.api_call_count = self.api_call_count.saturating_sub(1);
+            }
+        }
+        true
+    }
+
+    /// A restart that gives back the call it interrupted.
+    pub fn restart(&mut self, _why: Restart) {
+        self.api_call_count = self.api_call_count.saturating_sub(1);
+        self.budget.refund();
+    }
+
+    /// The local model's context window is too small to run at all.
+    pub fn runtime_context_too_small(&mut self) {
+        self.restart(Restart::PreCallCompression);
+        self.exit = ExitReason::OllamaRuntimeContextTooSmall;
+        self.failed = true;
+    }
+
+    /// The user interrupted during a model call.
+    pub fn interrupted_during_call(&mut self) {
+        self.exit = ExitReason::InterruptedDuringApiCall;
+        self.interrupted = true;
+    }
+
+    /// Ends the turn with another exit reason (errors, persistence failures...).
+    pub fn fail(&mut self, reason: ExitReason) {
+        self.failed = reason.failure_mapping().is_some_and(|m| m.fails_turn);
+        self.exit = reason;
+    }
+
+    /// Runs the finalizer: rewrites an exhausted turn's reason and says whether a summary
+    /// call is owed.
+    pub fn finish(&mut self) -> TurnEnd {
+        let exhausted = self.api_call_count >= self.max_iterations || self.budget.remaining() <= self.reserve;
+        let mut summary_call = false;
+        if !self.final_answer
+            && exhausted
+            && !self.interrupted
+            && !self.failed
+            && matches!(self.exit, ExitReason::Unknown | ExitReason::BudgetExhausted)
+        {
+            self.exit = ExitReason::MaxIterationsReached {
+                calls: self.api_call_count,
+                max: self.max_iterations,
+            };
+            summary_call = self.rules.grace == GraceMode::SummaryCall;
+        }
+        TurnEnd {
+            exit_reason: self.exit.clone(),
+            summary_call,
+            api_calls: self.api_call_count,
+            budget_used: self.budget.used(),
+        }
+    }
+
+    /// Hermes's `completed`: a final answer, not failed or interrupted, and within the cap or
+    /// ended by text.
+    pub fn completed(&self, has_final_answer: bool) -> bool {
+        has_final_answer
+            && !self.failed
+            && !self.interrupted
+            && (self.api_call_count < self.max_iterations || matches!(self.exit, ExitReason::TextResponse(_)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUMMARY: TurnRules = TurnRules {
+        grace: GraceMode::SummaryCall,
+        refund_extends_call_cap: false,
+    };
+
+    fn run_tools(g: &mut TurnGovernor, tool: &str) -> u64 {
+        let mut calls = 0;
+        while let Step::Call { tools } = g.begin_iteration(false) {
+            calls += 1;
+            if !tools {
+                g.text_reply(FinishReason::Stop);
+                continue;
+            }
+            g.tool_round([tool], false);
+        }
+        calls
+    }
+
+    #[test]
+    fn exhaustion_ends_with_max_iterations_and_a_summary_call() {
+        let mut g = TurnGovernor::new(SUMMARY, 90);
+        assert_eq!(run_tools(&mut g, "terminal"), 90);
+        let end = g.finish();
+        assert_eq!(end.exit_reason.to_string(), "max_iterations_reached(90/90)");
+        assert!(end.summary_call);
+        assert_eq!(end.budget_used, 90);
+    }
+
+    #[test]
+    fn execute_code_refund_lowers_used_but_not_the_call_cap() {
+        let mut g = TurnGovernor::new(SUMMARY, 10);
+        assert_eq!(run_tools(&mut g, "execute_code"), 10);
+        let end = g.finish();
+        assert_eq!((end.api_calls, end.budget_used), (10, 0));
+        assert_eq!(end.exit_reason.to_string(), "max_iterations_reached(10/10)");
+    }
+
+    #[test]
+    fn article_refund_buys_calls_and_grace_is_tools_free() {
+        let rules = TurnRules {
+            grace: GraceMode::ExtraToolsFreeCall,
+            refund_extends_call_cap: true,
+        };
+        let mut g = TurnGovernor::new(rules, 5);
+        for _ in 0..3 {
+            assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+            g.tool_round(["execute_code"], false);
+        }
+        assert_eq!(g.api_call_count(), 0);
+        let mut g = TurnGovernor::new(rules, 2);
+        assert_eq!(run_tools(&mut g, "terminal"), 3, "two budgeted calls and one grace call");
+        let end = g.finish();
+        assert_eq!(end.exit_reason.to_string(), "text_response(finish_reason=stop)");
+        assert!(!end.summary_call);
+    }
+
+    #[test]
+    fn halts_interrupts_and_context_refunds() {
+        let mut g = TurnGovernor::new(SUMMARY, 90);
+        g.begin_iteration(false);
+        assert!(!g.tool_round(["read_file"], true));
+        assert_eq!(g.begin_iteration(false), Step::Exit);
+        assert_eq!(g.finish().exit_reason, ExitReason::GuardrailHalt);
+
+        let mut g = TurnGovernor::new(SUMMARY, 90);
+        g.begin_iteration(false);
+        assert_eq!(g.begin_iteration(true), Step::Exit);
+        let end = g.finish();
+        assert_eq!(end.exit_reason.to_string(), "interrupted_by_user");
+        assert!(!end.summary_call);
+
+        let mut g = TurnGovernor::new(SUMMARY, 90);
+        g.begin_iteration(false);
+        g.runtime_context_too_small();
+        let end = g.finish();
+        assert_eq!((end.api_calls, end.budget_used), (0, 0));
+        assert_eq!(end.exit_reason.to_string(), "ollama_runtime_context_too_small");
+    }
+
+    #[test]
+    fn shared_budget_with_reserve_stops_the_child_first() {
+        let parent = Arc::new(IterationBudget::new(90));
+        let mut child = TurnGovernor::with_budget(SUMMARY, 50, Arc::clone(&parent), 10);
+        let calls = run_tools(&mut child, "web_search");
+        assert_eq!(calls, 50, "the child's own cap binds first");
+        let mut child2 = TurnGovernor::with_budget(SUMMARY, 50, Arc::clone(&parent), 10);
+        assert_eq!(run_tools(&mut child2, "web_search"), 30, "then the reserve");
+        assert_eq!(parent.remaining(), 10);
+    }
+
+    #[test]
+    fn exit_strings() {
+        assert_eq!(ExitReason::LocalProcessingError("x".repeat(100)).to_string().len(), "local_processing_error()".len() + 80);
+        assert_eq!(
+            ExitReason::TextResponse(FinishReason::Other("end_turn".into())).to_string(),
+            "text_response(finish_reason=end_turn)"
+        );
+        assert_eq!(ExitReason::PendingToolResult.failure_mapping().unwrap().failure_reason, "loop_error");
+    }
+}

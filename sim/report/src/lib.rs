@@ -1,0 +1,1 @@
+//! loopsim report (see its issue).

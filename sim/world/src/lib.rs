@@ -1,0 +1,1 @@
+//! loopsim world (see its issue).
