@@ -302,13 +302,14 @@ class Gen:
 
     def ep_delegate(self):
         r = self.r
-        for _ in range(r.randrange(1, 8)):
-            shape = r.random()
+        big = r.random() < 0.15  # enough spawns in one turn to pass the default cap of 50
+        for _ in range(r.randrange(10, 17) if big else r.randrange(1, 8)):
+            shape = r.random() * (0.6 if big else 1.0)
             if shape < 0.2:
                 args = {"action": r.choice(["list", "steer", "stop", " STOP ", "List"]), "subagent_id": "a1"}
                 spawn = 0
             elif shape < 0.6:
-                tasks = [{"goal": f"goal {i} é"} for i in range(r.randrange(0, 7))]
+                tasks = [{"goal": f"goal {i} é"} for i in range(r.randrange(3 if big else 0, 7))]
                 if tasks and r.random() < 0.2:
                     tasks.append("not a mapping")
                 args = {"tasks": tasks}

@@ -37,6 +37,11 @@ class RequestError(Exception):
     """A request line that does not follow the protocol."""
 
 
+def reject_constant(name: str):
+    """NaN and Infinity are not JSON: refuse them in request lines (result text may hold them)."""
+    raise ValueError(f"{name} is not JSON")
+
+
 def dump(obj) -> str:
     """Compact JSON, the protocol's answer encoding."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
@@ -170,7 +175,7 @@ def main(argv=None) -> int:
             continue
         try:
             try:
-                req = json.loads(raw.decode("utf-8"))
+                req = json.loads(raw.decode("utf-8"), parse_constant=reject_constant)
             except (UnicodeDecodeError, ValueError) as exc:
                 raise RequestError(f"not valid JSON ({exc})") from None
             if not isinstance(req, dict):

@@ -108,7 +108,11 @@ mod tests {
             c += a;
             r += b2;
         }
-        assert_eq!(b.used(), c - r, "every successful consume and refund is accounted for");
+        assert_eq!(
+            b.used(),
+            c - r,
+            "every successful consume and refund is accounted for"
+        );
         assert!(b.used() <= 1000);
     }
 }

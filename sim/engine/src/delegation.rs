@@ -95,7 +95,10 @@ impl DelegationPolicy {
             });
         }
         // At capacity a background dispatch is refused and the batch runs synchronously.
-        if depth == 0 && self.background_top_level && background_units < self.max_concurrent_children {
+        if depth == 0
+            && self.background_top_level
+            && background_units < self.max_concurrent_children
+        {
             Admission::Background { children: tasks }
         } else {
             Admission::Synchronous { children: tasks }
@@ -119,10 +122,19 @@ mod tests {
         assert_eq!(p.admit(0, 3, 3), Admission::Synchronous { children: 3 });
         assert_eq!(
             p.admit(0, 4, 0),
-            Admission::Rejected(Rejection::TooManyTasks { requested: 4, limit: 3 })
+            Admission::Rejected(Rejection::TooManyTasks {
+                requested: 4,
+                limit: 3
+            })
         );
-        assert_eq!(p.admit(1, 1, 0), Admission::Rejected(Rejection::DepthLimit { depth: 1, max: 1 }));
-        let deep = DelegationPolicy { max_spawn_depth: 2, ..p };
+        assert_eq!(
+            p.admit(1, 1, 0),
+            Admission::Rejected(Rejection::DepthLimit { depth: 1, max: 1 })
+        );
+        let deep = DelegationPolicy {
+            max_spawn_depth: 2,
+            ..p
+        };
         assert_eq!(deep.admit(1, 2, 0), Admission::Synchronous { children: 2 });
         assert_eq!(p.delegate_calls_kept(5), 3);
     }

@@ -164,7 +164,10 @@ mod tests {
     #[test]
     fn hermes_vectors() {
         assert_eq!(EMPTY_ARGS_HASH.hex(), Hash::of(b"{}").hex());
-        assert_eq!(h("{}"), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+        assert_eq!(
+            h("{}"),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
         assert_eq!(
             h(r#"{"b":1,"a":"é"}"#),
             "aa58fba8483623bed37c1b02edfccbdd9a53123837c20bfa4cb4049993a2872e"
@@ -188,7 +191,12 @@ mod tests {
         );
         let exec = br#"{"status":"success","output":"","duration_seconds":0.12,"kernel":{"execution_count":7,"mode":"persistent"}}"#;
         assert_eq!(
-            result_hash(Some(exec), "execute_code", ResultHashing::StripExecuteCodeVolatile).hex(),
+            result_hash(
+                Some(exec),
+                "execute_code",
+                ResultHashing::StripExecuteCodeVolatile
+            )
+            .hex(),
             "0dfdf60eb56e67f1011b73664a56d25d9b8a8a15c11707781bafef98ae82a769"
         );
         assert_eq!(
@@ -200,17 +208,30 @@ mod tests {
     #[test]
     fn stripping_only_touches_execute_code() {
         let exec = br#"{"duration_seconds":1,"kernel":{"execution_count":1}}"#;
-        let other = result_hash(Some(exec), "terminal", ResultHashing::StripExecuteCodeVolatile);
-        assert_eq!(other, result_hash(Some(exec), "terminal", ResultHashing::Plain));
-        let stripped =
-            result_hash(Some(exec), "execute_code", ResultHashing::StripExecuteCodeVolatile);
+        let other = result_hash(
+            Some(exec),
+            "terminal",
+            ResultHashing::StripExecuteCodeVolatile,
+        );
+        assert_eq!(
+            other,
+            result_hash(Some(exec), "terminal", ResultHashing::Plain)
+        );
+        let stripped = result_hash(
+            Some(exec),
+            "execute_code",
+            ResultHashing::StripExecuteCodeVolatile,
+        );
         assert_eq!(stripped, Hash::of(br#"{"kernel":{}}"#));
     }
 
     #[test]
     fn null_and_non_json_hash_the_raw_text() {
         let raw = b" null ";
-        assert_eq!(result_hash(Some(raw), "t", ResultHashing::Plain), Hash::of(raw));
+        assert_eq!(
+            result_hash(Some(raw), "t", ResultHashing::Plain),
+            Hash::of(raw)
+        );
         assert_eq!(result_hash(None, "t", ResultHashing::Plain), Hash::of(b""));
     }
 }

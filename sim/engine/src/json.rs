@@ -440,7 +440,14 @@ fn write_str<S: Sink>(s: &[u8], out: &mut S) {
             0..=0x1F => {
                 out.put(&s[run..i]);
                 let hex = b"0123456789abcdef";
-                out.put(&[b'\\', b'u', b'0', b'0', hex[(c >> 4) as usize], hex[(c & 15) as usize]]);
+                out.put(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    hex[(c >> 4) as usize],
+                    hex[(c & 15) as usize],
+                ]);
                 run = i + 1;
                 continue;
             }
@@ -608,9 +615,15 @@ mod tests {
         assert_eq!(canon(r#"{"b":1,"a":"é"}"#), r#"{"a":"é","b":1}"#);
         assert_eq!(canon(" [1.0, 1e400, -0, 10E2] "), "[1.0,Infinity,0,1000.0]");
         assert_eq!(canon(r#"{"a":1,"a":2}"#), r#"{"a":2}"#);
-        assert_eq!(canon(r#""\u0001\u007f\u2028\t""#), "\"\\u0001\u{7f}\u{2028}\\t\"");
+        assert_eq!(
+            canon(r#""\u0001\u007f\u2028\t""#),
+            "\"\\u0001\u{7f}\u{2028}\\t\""
+        );
         assert_eq!(canon(r#""\ud83d\ude00""#), "\"\u{1F600}\"");
-        assert_eq!(canon("123456789012345678901234567890"), "123456789012345678901234567890");
+        assert_eq!(
+            canon("123456789012345678901234567890"),
+            "123456789012345678901234567890"
+        );
     }
 
     #[test]
@@ -621,7 +634,19 @@ mod tests {
 
     #[test]
     fn python_rejects_what_we_reject() {
-        for bad in ["", "1.", "01", "[1,]", "{'a':1}", "\"a\u{1}\"", "nul", "-", "1e", "\u{feff}1", "{\"a\" 1}"] {
+        for bad in [
+            "",
+            "1.",
+            "01",
+            "[1,]",
+            "{'a':1}",
+            "\"a\u{1}\"",
+            "nul",
+            "-",
+            "1e",
+            "\u{feff}1",
+            "{\"a\" 1}",
+        ] {
             assert!(parse(bad.as_bytes()).is_err(), "{bad:?} should not parse");
         }
         let big = "9".repeat(MAX_INT_DIGITS + 1);

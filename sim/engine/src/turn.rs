@@ -57,7 +57,10 @@ pub enum ExitReason {
     RepeatedOuterErrors(String),
     ErrorNearMaxIterations(String),
     InterpreterShutdown,
-    MaxIterationsReached { calls: u64, max: u64 },
+    MaxIterationsReached {
+        calls: u64,
+        max: u64,
+    },
     PendingToolResult,
     ContextCompressionExhausted,
     ContextCompressionTimeout,
@@ -94,7 +97,9 @@ impl fmt::Display for ExitReason {
             RepeatedOuterErrors(e) => write!(f, "repeated_outer_errors({})", cut80(e)),
             ErrorNearMaxIterations(e) => write!(f, "error_near_max_iterations({})", cut80(e)),
             InterpreterShutdown => f.write_str("interpreter_shutdown"),
-            MaxIterationsReached { calls, max } => write!(f, "max_iterations_reached({calls}/{max})"),
+            MaxIterationsReached { calls, max } => {
+                write!(f, "max_iterations_reached({calls}/{max})")
+            }
             PendingToolResult => f.write_str("pending_tool_result"),
             ContextCompressionExhausted => f.write_str("context_compression_exhausted"),
             ContextCompressionTimeout => f.write_str("context_compression_timeout"),
@@ -124,13 +129,17 @@ impl ExitReason {
         match self {
             EmptyResponseExhausted => m("empty_response", true, false),
             AllRetriesExhaustedNoResponse => m("server_error", true, true),
-            PendingToolResult | RepeatedOuterErrors(_) | ErrorNearMaxIterations(_) => m("loop_error", true, true),
+            PendingToolResult | RepeatedOuterErrors(_) | ErrorNearMaxIterations(_) => {
+                m("loop_error", true, true)
+            }
             InterpreterShutdown => m("interpreter_shutdown", false, true),
             LocalProcessingError(_) => m("loop_error", false, false),
-            ContextCompressionTimeout | ContextCompressionExhausted | OllamaRuntimeContextTooSmall => {
-                m("context_overflow", false, true)
+            ContextCompressionTimeout
+            | ContextCompressionExhausted
+            | OllamaRuntimeContextTooSmall => m("context_overflow", false, true),
+            RedirectRestartLimitExceeded | RebuiltRestartLimitExceeded => {
+                m("loop_error", true, false)
             }
-            RedirectRestartLimitExceeded | RebuiltRestartLimitExceeded => m("loop_error", true, false),
             _ => None,
         }
     }
@@ -209,11 +218,21 @@ enum GraceState {
 impl TurnGovernor {
     /// A turn with a fresh budget of `max_iterations`.
     pub fn new(rules: TurnRules, max_iterations: u64) -> Self {
-        Self::with_budget(rules, max_iterations, Arc::new(IterationBudget::new(max_iterations)), 0)
+        Self::with_budget(
+            rules,
+            max_iterations,
+            Arc::new(IterationBudget::new(max_iterations)),
+            0,
+        )
     }
 
     /// A turn drawing on an existing (possibly shared) budget, keeping `reserve` for its owner.
-    pub fn with_budget(rules: TurnRules, max_iterations: u64, budget: Arc<IterationBudget>, reserve: u64) -> Self {
+    pub fn with_budget(
+        rules: TurnRules,
+        max_iterations: u64,
+        budget: Arc<IterationBudget>,
+        reserve: u64,
+    ) -> Self {
         TurnGovernor {
             rules,
             max_iterations,
@@ -255,7 +274,9 @@ impl TurnGovernor {
         }
         let grace = if self.within_limits() {
             false
-        } else if self.rules.grace == GraceMode::ExtraToolsFreeCall && self.grace_state == GraceState::Unused {
+        } else if self.rules.grace == GraceMode::ExtraToolsFreeCall
+            && self.grace_state == GraceState::Unused
+        {
             self.grace_state = GraceState::Pending;
             true
         } else {
@@ -286,7 +307,11 @@ impl TurnGovernor {
 
     /// A tool round finished. `halted` is the guardrail's turn halt; `tools` the batch's names.
     /// Returns false when the turn ends here.
-    pub fn tool_round<'a>(&mut self, tools: impl IntoIterator<Item = &'a str>, halted: bool) -> bool {
+    pub fn tool_round<'a>(
+        &mut self,
+        tools: impl IntoIterator<Item = &'a str>,
+        halted: bool,
+    ) -> bool {
         if halted {
             self.exit = ExitReason::GuardrailHalt;
             self.final_answer = true;
@@ -334,7 +359,8 @@ impl TurnGovernor {
     /// Runs the finalizer: rewrites an exhausted turn's reason and says whether a summary
     /// call is owed.
     pub fn finish(&mut self) -> TurnEnd {
-        let exhausted = self.api_call_count >= self.max_iterations || self.budget.remaining() <= self.reserve;
+        let exhausted =
+            self.api_call_count >= self.max_iterations || self.budget.remaining() <= self.reserve;
         let mut summary_call = false;
         if !self.final_answer
             && exhausted
@@ -362,7 +388,8 @@ impl TurnGovernor {
         has_final_answer
             && !self.failed
             && !self.interrupted
-            && (self.api_call_count < self.max_iterations || matches!(self.exit, ExitReason::TextResponse(_)))
+            && (self.api_call_count < self.max_iterations
+                || matches!(self.exit, ExitReason::TextResponse(_)))
     }
 }
 
@@ -420,9 +447,16 @@ mod tests {
         }
         assert_eq!(g.api_call_count(), 0);
         let mut g = TurnGovernor::new(rules, 2);
-        assert_eq!(run_tools(&mut g, "terminal"), 3, "two budgeted calls and one grace call");
+        assert_eq!(
+            run_tools(&mut g, "terminal"),
+            3,
+            "two budgeted calls and one grace call"
+        );
         let end = g.finish();
-        assert_eq!(end.exit_reason.to_string(), "text_response(finish_reason=stop)");
+        assert_eq!(
+            end.exit_reason.to_string(),
+            "text_response(finish_reason=stop)"
+        );
         assert!(!end.summary_call);
     }
 
@@ -446,7 +480,10 @@ mod tests {
         g.runtime_context_too_small();
         let end = g.finish();
         assert_eq!((end.api_calls, end.budget_used), (0, 0));
-        assert_eq!(end.exit_reason.to_string(), "ollama_runtime_context_too_small");
+        assert_eq!(
+            end.exit_reason.to_string(),
+            "ollama_runtime_context_too_small"
+        );
     }
 
     #[test]
@@ -462,11 +499,22 @@ mod tests {
 
     #[test]
     fn exit_strings() {
-        assert_eq!(ExitReason::LocalProcessingError("x".repeat(100)).to_string().len(), "local_processing_error()".len() + 80);
+        assert_eq!(
+            ExitReason::LocalProcessingError("x".repeat(100))
+                .to_string()
+                .len(),
+            "local_processing_error()".len() + 80
+        );
         assert_eq!(
             ExitReason::TextResponse(FinishReason::Other("end_turn".into())).to_string(),
             "text_response(finish_reason=end_turn)"
         );
-        assert_eq!(ExitReason::PendingToolResult.failure_mapping().unwrap().failure_reason, "loop_error");
+        assert_eq!(
+            ExitReason::PendingToolResult
+                .failure_mapping()
+                .unwrap()
+                .failure_reason,
+            "loop_error"
+        );
     }
 }

@@ -29,8 +29,7 @@ pub fn file_mutation_landed(tool: &str, result: Option<&[u8]>) -> bool {
 
 /// A harness refusal (`"guardrail_refusal": true`) carries `"error"` but is not a failure.
 pub fn is_guardrail_refusal(result: &[u8]) -> bool {
-    parse_stripped(result)
-        .is_some_and(|d| d.get("guardrail_refusal") == Some(&Value::Bool(true)))
+    parse_stripped(result).is_some_and(|d| d.get("guardrail_refusal") == Some(&Value::Bool(true)))
 }
 
 /// Python's `needle in data.get("error", "")`: substring, list membership or key membership.
@@ -38,7 +37,9 @@ fn error_mentions(error: Option<&Value>, needle: &str) -> bool {
     match error {
         None => false,
         Some(Value::Str(s)) => contains(s, needle.as_bytes()),
-        Some(Value::Array(items)) => items.iter().any(|v| v.as_str_bytes() == Some(needle.as_bytes())),
+        Some(Value::Array(items)) => items
+            .iter()
+            .any(|v| v.as_str_bytes() == Some(needle.as_bytes())),
         Some(Value::Object(pairs)) => pairs.iter().any(|(k, _)| k.as_slice() == needle.as_bytes()),
         // Python raises TypeError here; Hermes would crash. We read it as "no mention".
         Some(_) => false,
@@ -79,7 +80,9 @@ pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bo
     }
     let head = json::char_prefix(result, 500);
     let lower: Vec<u8> = head.to_ascii_lowercase();
-    contains(&lower, b"\"error\"") || contains(&lower, b"\"failed\"") || result.starts_with(b"Error")
+    contains(&lower, b"\"error\"")
+        || contains(&lower, b"\"failed\"")
+        || result.starts_with(b"Error")
 }
 
 #[cfg(test)]
@@ -114,16 +117,35 @@ mod tests {
 
     #[test]
     fn landed_mutations_and_refusals_are_not_failures() {
-        assert!(!failed("write_file", r#" {"bytes_written": 3, "note": "error"} "#));
-        assert!(failed("write_file", r#"{"bytes_written": 3, "error": "disk"}"#));
-        assert!(!failed("patch", r#"{"success": true, "msg": "\"failed\""}"#));
-        assert!(!failed("read_file", r#"{"error":"again","guardrail_refusal":true}"#));
-        assert!(classify_failure("read_file", Some(br#"{"error":"again","guardrail_refusal":true}"#), false));
+        assert!(!failed(
+            "write_file",
+            r#" {"bytes_written": 3, "note": "error"} "#
+        ));
+        assert!(failed(
+            "write_file",
+            r#"{"bytes_written": 3, "error": "disk"}"#
+        ));
+        assert!(!failed(
+            "patch",
+            r#"{"success": true, "msg": "\"failed\""}"#
+        ));
+        assert!(!failed(
+            "read_file",
+            r#"{"error":"again","guardrail_refusal":true}"#
+        ));
+        assert!(classify_failure(
+            "read_file",
+            Some(br#"{"error":"again","guardrail_refusal":true}"#),
+            false
+        ));
     }
 
     #[test]
     fn memory_full_is_a_failure() {
-        assert!(failed("memory", r#"{"success":false,"error":"would exceed the limit"}"#));
+        assert!(failed(
+            "memory",
+            r#"{"success":false,"error":"would exceed the limit"}"#
+        ));
         assert!(!failed("memory", r#"{"success":false,"message":"nope"}"#));
     }
 }

@@ -150,7 +150,9 @@ impl Decision {
                     "vary the arguments or use another tool, and if something outside is \
                      blocking you, report it after one check"
                 };
-                format!("{t} failed {n} times in this turn. Keep working with tools, but diagnose before the next attempt: {tip}.")
+                format!(
+                    "{t} failed {n} times in this turn. Keep working with tools, but diagnose before the next attempt: {tip}."
+                )
             }
             DecisionCode::IdempotentNoProgressWarning => format!(
                 "{t} gave an unchanged result {n} times. Work with what it already returned or ask something different."
@@ -161,9 +163,9 @@ impl Decision {
             DecisionCode::IdempotentNoProgressBlock => format!(
                 "Refused {t}: this read-only call returned the same result {n} times. Use the earlier result."
             ),
-            DecisionCode::SameToolFailureHalt => format!(
-                "{t} is stopped for this turn after {n} failures. Pick another approach."
-            ),
+            DecisionCode::SameToolFailureHalt => {
+                format!("{t} is stopped for this turn after {n} failures. Pick another approach.")
+            }
             DecisionCode::IdenticalCallStreakHalt => format!(
                 "{t} is stopped: {n} consecutive calls had identical arguments and identical results."
             ),
@@ -243,7 +245,11 @@ impl<'a> CallFacts<'a> {
         Self::with_signature(Signature::new(tool, args), result, rules)
     }
 
-    pub fn with_signature(signature: Signature, result: Option<&'a [u8]>, rules: &GuardrailRules) -> Self {
+    pub fn with_signature(
+        signature: Signature,
+        result: Option<&'a [u8]>,
+        rules: &GuardrailRules,
+    ) -> Self {
         CallFacts {
             signature,
             result,
@@ -325,7 +331,14 @@ impl Controller {
         self.halt.as_ref()
     }
 
-    fn decide(&mut self, action: Action, code: DecisionCode, count: u32, signature: Signature, detail: u32) -> Decision {
+    fn decide(
+        &mut self,
+        action: Action,
+        code: DecisionCode,
+        count: u32,
+        signature: Signature,
+        detail: u32,
+    ) -> Decision {
         let d = Decision {
             action,
             code,
@@ -359,19 +372,32 @@ impl Controller {
         if !self.config.hard_stop_enabled {
             return Decision::allow(signature, 0);
         }
-        let exact = if self.rules.progress_reset && self.progress_since_failure.contains(&signature) {
+        let exact = if self.rules.progress_reset && self.progress_since_failure.contains(&signature)
+        {
             0
         } else {
             self.exact_failures.get(&signature).copied().unwrap_or(0)
         };
         if exact >= self.config.exact_failure_block_after {
-            return self.decide(Action::Block, DecisionCode::RepeatedExactFailureBlock, exact, signature, 0);
+            return self.decide(
+                Action::Block,
+                DecisionCode::RepeatedExactFailureBlock,
+                exact,
+                signature,
+                0,
+            );
         }
         if self.is_idempotent(&signature.tool)
             && let Some(&(_, repeats)) = self.no_progress.get(&signature)
             && repeats >= self.config.no_progress_block_after
         {
-            return self.decide(Action::Block, DecisionCode::IdempotentNoProgressBlock, repeats, signature, 0);
+            return self.decide(
+                Action::Block,
+                DecisionCode::IdempotentNoProgressBlock,
+                repeats,
+                signature,
+                0,
+            );
         }
         Decision::allow(signature, 0)
     }
@@ -382,7 +408,13 @@ impl Controller {
                 let cap = self.config.loop_caps.max_web_searches;
                 if cap != 0 && self.web_searches >= cap {
                     let n = self.web_searches;
-                    return Some(self.decide(Action::Block, DecisionCode::LoopWebSearchCap, n, signature.clone(), cap));
+                    return Some(self.decide(
+                        Action::Block,
+                        DecisionCode::LoopWebSearchCap,
+                        n,
+                        signature.clone(),
+                        cap,
+                    ));
                 }
                 self.web_searches += 1;
                 None
@@ -394,7 +426,13 @@ impl Controller {
                 let cap = self.config.loop_caps.max_subagents;
                 let n = self.subagents + self.subagents_reserved;
                 if cap != 0 && n >= cap {
-                    return Some(self.decide(Action::Block, DecisionCode::LoopSubagentCap, n, signature.clone(), cap));
+                    return Some(self.decide(
+                        Action::Block,
+                        DecisionCode::LoopSubagentCap,
+                        n,
+                        signature.clone(),
+                        cap,
+                    ));
                 }
                 None
             }
@@ -428,7 +466,13 @@ impl Controller {
     }
 
     /// Decides after a call ran. `failed: None` asks the fallback classifier.
-    pub fn after_call(&mut self, tool: &str, args: &Value, result: Option<&[u8]>, failed: Option<bool>) -> Decision {
+    pub fn after_call(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        result: Option<&[u8]>,
+        failed: Option<bool>,
+    ) -> Decision {
         let facts = CallFacts::new(tool, args, result, &self.rules);
         let failed = failed.unwrap_or_else(|| self.classify(tool, result));
         self.after_call_facts(&facts, failed)
@@ -460,14 +504,35 @@ impl Controller {
             };
             self.no_progress.remove(&signature);
             let tolerant = self.rules.failure_tolerant && tools::is_failure_tolerant(tool);
-            if self.config.hard_stop_enabled && !tolerant && same >= self.config.same_tool_failure_halt_after {
-                return self.decide(Action::Halt, DecisionCode::SameToolFailureHalt, same, signature, 0);
+            if self.config.hard_stop_enabled
+                && !tolerant
+                && same >= self.config.same_tool_failure_halt_after
+            {
+                return self.decide(
+                    Action::Halt,
+                    DecisionCode::SameToolFailureHalt,
+                    same,
+                    signature,
+                    0,
+                );
             }
             if warnings && exact >= self.config.exact_failure_warn_after {
-                return self.decide(Action::Warn, DecisionCode::RepeatedExactFailureWarning, exact, signature, 0);
+                return self.decide(
+                    Action::Warn,
+                    DecisionCode::RepeatedExactFailureWarning,
+                    exact,
+                    signature,
+                    0,
+                );
             }
             if warnings && same >= self.config.same_tool_failure_warn_after {
-                return self.decide(Action::Warn, DecisionCode::SameToolFailureWarning, same, signature, 0);
+                return self.decide(
+                    Action::Warn,
+                    DecisionCode::SameToolFailureWarning,
+                    same,
+                    signature,
+                    0,
+                );
             }
             return Decision::allow(signature, exact);
         }
@@ -475,9 +540,11 @@ impl Controller {
         self.exact_failures.remove(&signature);
         self.same_tool_failures.remove(tool);
         if self.rules.progress_reset
-            && (tools::is_progress_reset(tool) || classify::file_mutation_landed(tool, facts.result))
+            && (tools::is_progress_reset(tool)
+                || classify::file_mutation_landed(tool, facts.result))
         {
-            self.progress_since_failure.extend(self.exact_failures.keys().cloned());
+            self.progress_since_failure
+                .extend(self.exact_failures.keys().cloned());
             self.same_tool_failures.clear();
         }
         if !self.is_idempotent(tool) {
@@ -491,7 +558,13 @@ impl Controller {
         };
         self.no_progress.insert(signature.clone(), (h, repeats));
         if warnings && repeats >= self.config.no_progress_warn_after {
-            return self.decide(Action::Warn, DecisionCode::IdempotentNoProgressWarning, repeats, signature, 0);
+            return self.decide(
+                Action::Warn,
+                DecisionCode::IdempotentNoProgressWarning,
+                repeats,
+                signature,
+                0,
+            );
         }
         Decision::allow(signature, repeats)
     }
@@ -508,7 +581,13 @@ impl Controller {
         let obs = self.stall.observe(facts, failed);
         if hard && self.halt.is_none() {
             if obs.kind == Some(NoticeKind::IdenticalCallStreak) && obs.streak >= block_after {
-                self.decide(Action::Halt, DecisionCode::IdenticalCallStreakHalt, obs.streak, facts.signature.clone(), 0);
+                self.decide(
+                    Action::Halt,
+                    DecisionCode::IdenticalCallStreakHalt,
+                    obs.streak,
+                    facts.signature.clone(),
+                    0,
+                );
             } else if obs.kind == Some(NoticeKind::IdenticalCycle) && obs.laps >= block_after {
                 self.decide(
                     Action::Halt,

@@ -119,7 +119,8 @@ impl StallState {
         if self.history.len() == CYCLE_HISTORY {
             self.history.pop_front();
         }
-        self.history.push_back((facts.signature.clone(), h, repeatable));
+        self.history
+            .push_back((facts.signature.clone(), h, repeatable));
         if obs.kind.is_none()
             && let Some((period, laps)) = self.detect_cycle()
         {
@@ -167,7 +168,15 @@ mod tests {
 
     #[test]
     fn ordinals() {
-        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 111, 112].map(ordinal).into();
-        assert_eq!(got, ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "111th", "112th"]);
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 111, 112]
+            .map(ordinal)
+            .into();
+        assert_eq!(
+            got,
+            [
+                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd",
+                "111th", "112th"
+            ]
+        );
     }
 }

@@ -1,0 +1,262 @@
+//! The guardrail controller over JSON lines (`loopsim guard`): the conformance interface.
+//! See `docs/guard-protocol.md`. Pure: it turns request bytes into answer bytes.
+
+use std::fmt::Write as _;
+
+use crate::config::EngineConfig;
+use crate::guardrails::{CallFacts, Controller, Decision};
+use crate::json::{self, Value};
+
+/// A request line that does not follow the protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct RequestError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// One controller answering a stream of requests.
+#[derive(Debug, Clone)]
+pub struct GuardSession {
+    controller: Controller,
+    line: usize,
+}
+
+impl GuardSession {
+    pub fn new(config: &EngineConfig) -> Self {
+        GuardSession {
+            controller: Controller::new(config.guardrails, config.rules),
+            line: 0,
+        }
+    }
+
+    pub fn controller(&self) -> &Controller {
+        &self.controller
+    }
+
+    fn err(&self, message: impl Into<String>) -> RequestError {
+        RequestError {
+            line: self.line,
+            message: message.into(),
+        }
+    }
+
+    /// Handles one line, appending the answer (with its newline) to `out`. Blank lines are
+    /// skipped and answer nothing.
+    pub fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) -> Result<(), RequestError> {
+        self.line += 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let req = json::parse(line).map_err(|e| self.err(format!("not JSON: {e}")))?;
+        if !req.is_object() {
+            return Err(self.err("a request must be a JSON object"));
+        }
+        let op = match req.get("op") {
+            Some(Value::Str(s)) => s.as_slice(),
+            Some(_) => return Err(self.err("field `op`: expected a string")),
+            None => return Err(self.err("missing field `op`")),
+        };
+        match op {
+            b"reset" => {
+                self.controller.reset_for_turn();
+                out.extend_from_slice(b"{\"op\":\"reset\"}\n");
+            }
+            b"spawn" => {
+                let n = match req.get("count") {
+                    Some(Value::Int(d)) => d.parse::<u32>().map_err(|_| {
+                        self.err("field `count`: expected an integer from 0 to 4294967295")
+                    })?,
+                    _ => return Err(self.err("field `count`: expected a non-negative integer")),
+                };
+                let r = self.controller.reserve_subagents(n);
+                let admitted = r.admitted;
+                self.controller.commit_subagents(r, admitted);
+                let _ = writeln_str(
+                    out,
+                    format_args!("{{\"op\":\"spawn\",\"admitted\":{admitted}}}"),
+                );
+            }
+            b"before" => {
+                let tool = self.tool(&req)?;
+                let args = req.get("args").unwrap_or(&Value::Null);
+                let d = self.controller.before_call(&tool, args);
+                self.write_decision(&d, None, out);
+            }
+            b"after" => {
+                let tool = self.tool(&req)?;
+                let args = req.get("args").unwrap_or(&Value::Null);
+                let result = match req.get("result") {
+                    Some(Value::Str(s)) => Some(s.as_slice()),
+                    Some(Value::Null) | None => None,
+                    Some(_) => return Err(self.err("field `result`: expected a string or null")),
+                };
+                let failed = match req.get("failed") {
+                    Some(Value::Bool(b)) => Some(*b),
+                    Some(Value::Null) | None => None,
+                    Some(_) => return Err(self.err("field `failed`: expected true, false or null")),
+                };
+                match req.get("tool_call_id") {
+                    Some(Value::Str(_)) | Some(Value::Null) | None => {}
+                    Some(_) => return Err(self.err("field `tool_call_id`: expected a string")),
+                }
+                let c = &mut self.controller;
+                let facts = CallFacts::new(&tool, args, result, c.rules());
+                let failed = failed.unwrap_or_else(|| c.classify(&tool, result));
+                let d = c.after_call_facts(&facts, failed);
+                let obs = c
+                    .rules()
+                    .stall_guards
+                    .then(|| c.observe_call(&facts, failed));
+                self.write_decision(&d, obs, out);
+            }
+            _ => return Err(self.err("field `op`: expected before, after, reset or spawn")),
+        }
+        Ok(())
+    }
+
+    fn tool(&self, req: &Value) -> Result<String, RequestError> {
+        match req.get("tool") {
+            Some(Value::Str(s)) => {
+                String::from_utf8(s.clone()).map_err(|_| self.err("field `tool`: not valid UTF-8"))
+            }
+            Some(_) => Err(self.err("field `tool`: expected a string")),
+            None => Err(self.err("missing field `tool`")),
+        }
+    }
+
+    fn write_decision(
+        &self,
+        d: &Decision,
+        obs: Option<crate::guardrails::Observation>,
+        out: &mut Vec<u8>,
+    ) {
+        out.extend_from_slice(b"{\"action\":\"");
+        out.extend_from_slice(d.action.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"code\":\"");
+        out.extend_from_slice(d.code.as_str().as_bytes());
+        let _ = writeln_str(
+            out,
+            format_args!(
+                "\",\"count\":{},\"args_hash\":\"{}\",\"halt\":",
+                d.count, d.signature.args_hash
+            ),
+        );
+        out.pop();
+        match self.controller.halt_decision() {
+            None => out.extend_from_slice(b"null"),
+            Some(h) => {
+                let _ = writeln_str(
+                    out,
+                    format_args!("{{\"code\":\"{}\",\"count\":{}}}", h.code, h.count),
+                );
+                out.pop();
+            }
+        }
+        if let Some(o) = obs {
+            out.extend_from_slice(b",\"observe\":{\"kind\":");
+            match o.kind {
+                None => out.extend_from_slice(b"null"),
+                Some(k) => {
+                    out.push(b'"');
+                    out.extend_from_slice(k.as_str().as_bytes());
+                    out.push(b'"');
+                }
+            }
+            out.extend_from_slice(if o.stub {
+                b",\"stub\":true}"
+            } else {
+                b",\"stub\":false}"
+            });
+        }
+        out.extend_from_slice(b"}\n");
+    }
+}
+
+fn writeln_str(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) -> std::fmt::Result {
+    let mut s = String::new();
+    s.write_fmt(args)?;
+    s.push('\n');
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::ProfileName;
+
+    fn run(
+        profile: ProfileName,
+        platform: Option<&str>,
+        input: &str,
+    ) -> Result<String, RequestError> {
+        let mut s = GuardSession::new(&EngineConfig::new(profile, platform));
+        let mut out = Vec::new();
+        for line in input.lines() {
+            s.handle_line(line.as_bytes(), &mut out)?;
+        }
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn answers_have_the_documented_shape() {
+        let out = run(
+            ProfileName::HermesMain,
+            None,
+            "{\"op\":\"before\",\"tool\":\"read_file\",\"args\":{}}\n\n{\"op\":\"after\",\"tool\":\"read_file\",\"args\":[1],\"result\":\"x\"}\n{\"op\":\"reset\"}\n{\"op\":\"spawn\",\"count\":60}",
+        )
+        .unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            r#"{"action":"allow","code":"allow","count":0,"args_hash":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","halt":null}"#
+        );
+        assert_eq!(
+            lines[1],
+            r#"{"action":"allow","code":"allow","count":1,"args_hash":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","halt":null,"observe":{"kind":null,"stub":false}}"#
+        );
+        assert_eq!(lines[2], r#"{"op":"reset"}"#);
+        assert_eq!(lines[3], r#"{"op":"spawn","admitted":50}"#);
+        let old = run(
+            ProfileName::Hermes0_19_0,
+            None,
+            "{\"op\":\"after\",\"tool\":\"t\",\"args\":{},\"result\":null}",
+        )
+        .unwrap();
+        assert!(!old.contains("observe"));
+    }
+
+    #[test]
+    fn bad_lines_name_the_line_and_field() {
+        let cases = [
+            (
+                "{\"op\":\"reset\"}\n[1]",
+                "line 2: a request must be a JSON object",
+            ),
+            ("{\"op\":\"before\"}", "line 1: missing field `tool`"),
+            (
+                "{\"op\":\"after\",\"tool\":\"t\",\"result\":3}",
+                "line 1: field `result`: expected a string or null",
+            ),
+            (
+                "{\"op\":\"jump\"}",
+                "line 1: field `op`: expected before, after, reset or spawn",
+            ),
+            (
+                "{\"op\":\"after\",\"tool\":\"t\",\"failed\":\"yes\"}",
+                "line 1: field `failed`: expected true, false or null",
+            ),
+            (
+                "{\"op\":\"spawn\",\"count\":-1}",
+                "line 1: field `count`: expected an integer from 0 to 4294967295",
+            ),
+        ];
+        for (input, want) in cases {
+            let err = run(ProfileName::HermesMain, None, input).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
+        let err = run(ProfileName::HermesMain, None, "{nope").unwrap_err();
+        assert!(err.to_string().starts_with("line 1: not JSON"), "{err}");
+    }
+}

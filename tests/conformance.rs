@@ -1,0 +1,272 @@
+//! Conformance of `loopsim guard` with Hermes's Python guardrail controller.
+//!
+//! 1. Recorded vectors (`traces/conformance/`) from the newest Hermes controller, for the
+//!    profiles that cannot be pip-installed: every answer must be byte-identical.
+//! 2. Live: thousands of generated requests go to both the real `hermes-agent==0.19.0`
+//!    package and `loopsim guard --profile hermes-0.19.0`; zero differences allowed.
+//!    The package is installed into `target/hermes-venv` on first use (or taken from
+//!    `LOOPSIM_PYTHON`). Without Python or PyPI the live test is skipped with a loud message,
+//!    unless `LOOPSIM_REQUIRE_HERMES=1` (CI sets it), where it fails instead.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run_guard(args: &[&str], input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .arg("guard")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start loopsim");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "loopsim guard failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn first_difference(want: &[u8], got: &[u8], input: &[u8]) -> Option<String> {
+    let w: Vec<&[u8]> = want.split(|&b| b == b'\n').collect();
+    let g: Vec<&[u8]> = got.split(|&b| b == b'\n').collect();
+    let i: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+    for n in 0..w.len().max(g.len()) {
+        if w.get(n) != g.get(n) {
+            return Some(format!(
+                "answer {} differs\n  request: {}\n  hermes:  {}\n  loopsim: {}",
+                n + 1,
+                String::from_utf8_lossy(i.get(n).unwrap_or(&&b""[..])),
+                String::from_utf8_lossy(w.get(n).unwrap_or(&&b"<none>"[..])),
+                String::from_utf8_lossy(g.get(n).unwrap_or(&&b"<none>"[..])),
+            ));
+        }
+    }
+    None
+}
+
+/// A header field's raw JSON text (the header is flat apart from the config mapping).
+fn header_field<'a>(header: &'a str, key: &str) -> &'a str {
+    let start = header
+        .find(&format!("\"{key}\":"))
+        .unwrap_or_else(|| panic!("header lacks {key}"))
+        + key.len()
+        + 3;
+    let rest = &header[start..];
+    if rest.starts_with('{') {
+        let mut depth = 0;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return &rest[..=i];
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let end = rest.find([',', '}']).unwrap();
+    &rest[..end]
+}
+
+#[test]
+fn recorded_vectors_of_the_newest_controller_match_byte_for_byte() {
+    let dir = root().join("traces/conformance");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 5,
+        "expected the committed vector files in {}",
+        dir.display()
+    );
+    let mut total = 0;
+    for file in files {
+        let text = std::fs::read(&file).unwrap();
+        let mut lines = text.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+        let header = String::from_utf8(lines.next().unwrap().to_vec()).unwrap();
+        let (mut input, mut want) = (Vec::new(), Vec::new());
+        for line in lines {
+            let split = line
+                .windows(7)
+                .rposition(|w| w == b",\"out\":")
+                .expect("an out field");
+            input.extend_from_slice(&line[6..split]);
+            input.push(b'\n');
+            want.extend_from_slice(&line[split + 7..line.len() - 1]);
+            want.push(b'\n');
+            total += 1;
+        }
+        let profile = header_field(&header, "profile")
+            .trim_matches('"')
+            .to_string();
+        let platform = header_field(&header, "platform")
+            .trim_matches('"')
+            .to_string();
+        let cfg = std::env::temp_dir().join(format!(
+            "loopsim-vec-{}.yaml",
+            file.file_stem().unwrap().to_string_lossy()
+        ));
+        std::fs::write(
+            &cfg,
+            format!(
+                "tool_loop_guardrails: {}\n",
+                header_field(&header, "tool_loop_guardrails")
+            ),
+        )
+        .unwrap();
+        let mut args = vec!["--profile", &profile, "--config", cfg.to_str().unwrap()];
+        if platform != "null" {
+            args.extend(["--platform", &platform]);
+        }
+        let got = run_guard(&args, &input);
+        if let Some(diff) = first_difference(&want, &got, &input) {
+            panic!("{}: {diff}", file.display());
+        }
+    }
+    assert!(total >= 15_000, "only {total} vectors");
+}
+
+/// The Python with hermes-agent 0.19.0, installing it into target/hermes-venv when needed.
+fn hermes_python() -> Result<PathBuf, String> {
+    let can_import = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import agent.tool_guardrails, yaml"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if let Ok(py) = std::env::var("LOOPSIM_PYTHON") {
+        let py = PathBuf::from(py);
+        return if can_import(&py) {
+            Ok(py)
+        } else {
+            Err(format!(
+                "LOOPSIM_PYTHON={} cannot import hermes-agent",
+                py.display()
+            ))
+        };
+    }
+    let venv = root().join("target/hermes-venv");
+    let py = venv.join("bin/python");
+    if can_import(&py) {
+        return Ok(py);
+    }
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        return Err("python3 -m venv failed (is Python 3 installed?)".into());
+    }
+    let pip = Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "hermes-agent==0.19.0",
+            "pyyaml",
+        ])
+        .status();
+    if !pip.is_ok_and(|s| s.success()) || !can_import(&py) {
+        return Err("pip install --no-deps hermes-agent==0.19.0 pyyaml failed (offline?)".into());
+    }
+    Ok(py)
+}
+
+fn python_output(py: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    let mut child = Command::new(py)
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.unwrap_or_default().to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn live_hermes_0_19_0_controller_agrees_on_generated_streams() {
+    let py = match hermes_python() {
+        Ok(py) => py,
+        Err(why) => {
+            if std::env::var("LOOPSIM_REQUIRE_HERMES").is_ok_and(|v| v == "1") {
+                panic!("the live conformance test must run here: {why}");
+            }
+            eprintln!("\n!!!!!!!!\n!!! SKIPPED live Hermes conformance: {why}\n!!!!!!!!\n");
+            return;
+        }
+    };
+    let configs = [
+        ("default", ""),
+        (
+            "hard-stops",
+            "tool_loop_guardrails:\n  hard_stop_enabled: yes\n  warn_after:\n    exact_failure: 3\n  no_progress_block_after: '2'\n  same_tool_failure_halt_after: 4\n",
+        ),
+        (
+            "warnings-off",
+            "tool_loop_guardrails:\n  warnings_enabled: off\n  hard_stop_enabled: 'on'\n  hard_stop_after:\n    exact_failure: 2\n",
+        ),
+    ];
+    let mut total = 0;
+    for (seed, (name, yaml)) in [11, 12, 13].into_iter().zip(configs) {
+        let seed = seed.to_string();
+        let input = python_output(
+            &py,
+            &[
+                "tests/conformance/gen_sequences.py",
+                "--seed",
+                &seed,
+                "--lines",
+                "6000",
+                "--no-spawn",
+            ],
+            None,
+        );
+        let cfg = std::env::temp_dir().join(format!("loopsim-live-{name}.yaml"));
+        std::fs::write(&cfg, yaml).unwrap();
+        let cfg_s = cfg.to_str().unwrap();
+        let want = python_output(
+            &py,
+            &["tests/conformance/hermes_driver.py", "--config", cfg_s],
+            Some(&input),
+        );
+        let got = run_guard(&["--profile", "hermes-0.19.0", "--config", cfg_s], &input);
+        if let Some(diff) = first_difference(&want, &got, &input) {
+            panic!("config {name}, seed {seed}: {diff}");
+        }
+        total += want.iter().filter(|&&b| b == b'\n').count();
+    }
+    assert!(total >= 18_000, "only {total} answers compared");
+    eprintln!("live Hermes 0.19.0 conformance: {total} answers identical");
+}
