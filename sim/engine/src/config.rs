@@ -291,7 +291,7 @@ impl EngineConfig {
                 true,
             );
         }
-        let thresholds: [(&str, &str, &str, fn(&mut GuardrailConfig) -> &mut u32); 6] = [
+        let thresholds: [Threshold; 6] = [
             (
                 "exact_failure_warn_after",
                 "warn_after",
@@ -413,6 +413,14 @@ impl EngineConfig {
         }
     }
 }
+
+/// A threshold's flat key, nested section and key, and field.
+type Threshold = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&mut GuardrailConfig) -> &mut u32,
+);
 
 fn describe(v: &Yaml) -> String {
     match v {

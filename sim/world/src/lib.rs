@@ -1,1 +1,9 @@
-//! loopsim world (see its issue).
+//! # loopsim-world
+//!
+//! The deterministic world the engine runs in: virtual time, a seeded discrete-event
+//! scheduler and named random streams. (Agents, the fake model and tools, scenarios and traces
+//! are being built on these.)
+
+pub mod clock;
+pub mod rng;
+pub mod scheduler;

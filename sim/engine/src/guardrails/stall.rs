@@ -142,10 +142,7 @@ impl StallState {
                 continue;
             }
             let mut laps = 1u32;
-            loop {
-                let Some(base) = len.checked_sub(period * (laps as usize + 1)) else {
-                    break;
-                };
+            while let Some(base) = len.checked_sub(period * (laps as usize + 1)) {
                 if !(0..period).all(|i| same(base + i, len - period + i)) {
                     break;
                 }

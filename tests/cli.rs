@@ -1,0 +1,99 @@
+//! The `loopsim` binary: exit codes and error messages on bad input.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn loopsim(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn guard_stops_at_a_malformed_line_with_its_number() {
+    let o = loopsim(
+        &["guard"],
+        "{\"op\":\"reset\"}\n{\"op\":\"before\",\"tool\":\"read_file\",\"args\":{}}\n{\"op\":\"after\"}\n{\"op\":\"reset\"}\n",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("line 3: missing field `tool`"),
+        "{}",
+        stderr(&o)
+    );
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(
+        out.lines().count(),
+        2,
+        "answers before the bad line stay, whole: {out}"
+    );
+    assert!(out.ends_with('\n'));
+}
+
+#[test]
+fn unknown_profile_is_a_usage_error() {
+    let o = loopsim(&["guard", "--profile", "hermes-9"], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown profile `hermes-9`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn config_errors_name_the_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("loopsim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, "agent:\n  max_turns: [1,\n").unwrap();
+    let o = loopsim(&["guard", "--config", bad.to_str().unwrap()], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(&format!("{}:", bad.display())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("invalid YAML"), "{}", stderr(&o));
+
+    let missing = dir.join("missing.yaml");
+    let o = loopsim(&["guard", "--config", missing.to_str().unwrap()], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot read the config file"),
+        "{}",
+        stderr(&o)
+    );
+
+    let junk = dir.join("junk.yaml");
+    std::fs::write(&junk, "tool_loop_guardrails:\n  hard_stop_enabled: true\n  warn_after:\n    exact_failure: lots\n").unwrap();
+    let o = loopsim(
+        &["guard", "--config", junk.to_str().unwrap()],
+        "{\"op\":\"reset\"}\n",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "Hermes falls back to the default, so do we"
+    );
+    assert!(
+        stderr(&o).contains(":4: `tool_loop_guardrails.warn_after.exact_failure`"),
+        "{}",
+        stderr(&o)
+    );
+}
