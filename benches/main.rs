@@ -1,1 +1,172 @@
-fn main() {}
+//! loopsim benches (DESIGN.md section 9), side by side in one run:
+//!
+//! 1. `engine/after_call_plus_stall` vs `engine/raw_sha256` (target: at most 2x);
+//! 2. `engine/v0_19_before_after` vs Hermes 0.19.0's Python controller in-process
+//!    (`benches/python_controller.py`, target: at least 20x faster);
+//! 3. `process/loopsim_guard_0_19` vs `tests/conformance/hermes_driver.py` on the same
+//!    200,000-line stream (target: at least 10x faster).
+//!
+//! `cargo bench --bench loopsim` (add `-- --quick` for a fast run). Python:
+//! `$LOOPSIM_PYTHON`, else `target/hermes-venv/bin/python`; without it the Python sides print
+//! `skipped: ...`. Inputs and outputs go to `target/loopsim-bench/`. The Python sides run after
+//! criterion has finished, and only for the benches that ran (a filter skips them).
+//!
+//! The modules live in `benches/suite/` because cargo would take any `benches/*.rs` for a
+//! bench target of its own.
+
+#[path = "suite/engine.rs"]
+mod engine;
+#[path = "suite/process.rs"]
+mod process;
+#[path = "suite/seq.rs"]
+mod seq;
+#[path = "suite/support.rs"]
+mod support;
+
+use std::process::Command;
+
+use criterion::Criterion;
+
+use support::{Ctx, per_iter_ns, root};
+
+fn main() {
+    let ctx = Ctx::from_env();
+    let seq = seq::Sequence::generate();
+    let mut c = Criterion::default().configure_from_args();
+    engine::benches(&mut c, &seq);
+    process::benches(&mut c, &ctx);
+    c.final_summary();
+    if ctx.measuring {
+        summary(&ctx, &seq);
+    }
+}
+
+/// Hermes's controller in-process on the same calls: (ns per call, its decision tally).
+fn python_in_process(ctx: &Ctx, seq: &seq::Sequence) -> Result<(f64, String), String> {
+    let py = ctx
+        .python
+        .as_ref()
+        .ok_or_else(|| ctx.python_missing.clone())?;
+    let calls = ctx.out_dir.join("calls.jsonl");
+    seq.write_jsonl(&calls)
+        .map_err(|e| format!("{}: {e}", calls.display()))?;
+    let reps = if ctx.quick { "5" } else { "30" };
+    let out = Command::new(py)
+        .arg(root().join("benches/python_controller.py"))
+        .arg(&calls)
+        .args(["--reps", reps])
+        .output()
+        .map_err(|e| format!("{}: {e}", py.display()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!(
+            "python_controller.py failed ({}): {}",
+            out.status,
+            stderr.trim()
+        ));
+    }
+    let ns = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse::<f64>()
+        .map_err(|e| format!("python_controller.py printed no number: {e}"))?;
+    let tally = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("actions: "))
+        .unwrap_or("")
+        .to_string();
+    Ok((ns, tally))
+}
+
+fn summary(ctx: &Ctx, seq: &seq::Sequence) {
+    let n = seq.len_calls() as f64;
+    let per_call = |name: &str| per_iter_ns(name).map(|(median, _)| median / n);
+    let turns = 1 + seq
+        .items
+        .iter()
+        .filter(|i| matches!(i, seq::Item::Reset))
+        .count();
+    println!("\n== loopsim: side by side ==");
+    println!(
+        "engine sequence: {} calls in {turns} turns, {:.0} B canonical args + {:.0} B result per call on average",
+        seq.len_calls(),
+        seq.args_bytes() as f64 / n,
+        seq.result_bytes() as f64 / n
+    );
+    let mut rows: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+
+    if let (Some(a), Some(r)) = (per_call(engine::AFTER_CALL), per_call(engine::RAW_SHA256)) {
+        rows.push(format!(
+            "| after_call + stall guards per call (NEWEST, hard stops) vs raw SHA-256 of args + result | {a:.0} ns | {r:.0} ns | {:.2}x | <= 2x |",
+            a / r
+        ));
+    }
+    for (name, what) in [
+        (engine::PART_ARGS, "args hash"),
+        (engine::PART_PARSE, "result JSON parse"),
+        (
+            engine::PART_RESULT,
+            "result hash (parse + canonical + SHA-256)",
+        ),
+    ] {
+        if let Some(p) = per_call(name) {
+            notes.push(format!("part: {what}: {p:.0} ns/call"));
+        }
+    }
+
+    if let Some(v) = per_call(engine::V0_19) {
+        match python_in_process(ctx, seq) {
+            Ok((py, tally)) => {
+                rows.push(format!(
+                    "| before_call + after_call per call (0.19.0) vs Hermes 0.19.0 Python in-process | {v:.0} ns | {py:.0} ns | {:.1}x | >= 20x |",
+                    py / v
+                ));
+                let ours = engine::v0_19_tally(seq);
+                if tally == ours {
+                    notes.push(format!("0.19.0 decisions match Python: {ours}"));
+                } else {
+                    notes.push(format!(
+                        "WARNING: 0.19.0 decisions differ: loopsim {ours}, Python {tally}"
+                    ));
+                }
+            }
+            Err(e) => println!("python in-process: skipped: {e}"),
+        }
+    }
+
+    if let Some((median, best)) = per_iter_ns(process::LOOPSIM) {
+        let runs = std::env::var("LOOPSIM_BENCH_PY_RUNS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if ctx.quick { 1 } else { 3 });
+        match process::python_process(ctx, runs) {
+            Ok((py, same)) => {
+                let py = py.as_nanos() as f64;
+                rows.push(format!(
+                    "| `loopsim guard --profile hermes-0.19.0`, {}k lines (median) vs hermes_driver.py (best of {runs}) | {:.3} s | {:.3} s | {:.1}x | >= 10x |",
+                    process::LINES / 1000,
+                    median / 1e9,
+                    py / 1e9,
+                    py / median
+                ));
+                notes.push(format!(
+                    "loopsim process best {:.3} s; answers identical to the Python driver: {same}",
+                    best / 1e9
+                ));
+            }
+            Err(e) => println!("python process: skipped: {e}"),
+        }
+    }
+
+    if rows.is_empty() {
+        return;
+    }
+    println!("| what | loopsim | reference | ratio | target |");
+    println!("| --- | --- | --- | --- | --- |");
+    for r in rows {
+        println!("{r}");
+    }
+    for n in notes {
+        println!("- {n}");
+    }
+}
