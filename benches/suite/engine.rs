@@ -61,12 +61,10 @@ fn pass_v0_19(seq: &Sequence, mut tally: Option<&mut [u32; 4]>) {
             Item::Reset => c.reset_for_turn(),
             Item::Call(call) => {
                 let b = c.before_call(&call.tool, &call.args);
-                let a = c.after_call(
-                    &call.tool,
-                    &call.args,
-                    Some(&call.result),
-                    Some(call.failed),
-                );
+                // The signature is computed once per call and reused, as the simulator does.
+                let facts =
+                    CallFacts::with_signature(b.signature.clone(), Some(&call.result), c.rules());
+                let a = c.after_call_facts(&facts, call.failed);
                 if let Some(t) = tally.as_deref_mut() {
                     t[action_index(b.action)] += 1;
                     t[action_index(a.action)] += 1;

@@ -9,7 +9,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::json::{self, Sink, Value};
+use crate::json::{self, Value};
 
 /// A SHA-256 digest; prints as lowercase hex like Python's `hexdigest()`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -23,14 +23,22 @@ impl Hash {
     pub fn hex(&self) -> String {
         self.to_string()
     }
+
+    /// Lowercase hex digits, without formatting machinery (answers print one per line).
+    pub fn hex_bytes(&self) -> [u8; 64] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (i, b) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[(b >> 4) as usize];
+            out[2 * i + 1] = DIGITS[(b & 15) as usize];
+        }
+        out
+    }
 }
 
 impl fmt::Display for Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        f.write_str(std::str::from_utf8(&self.hex_bytes()).expect("ascii"))
     }
 }
 
@@ -40,48 +48,24 @@ impl fmt::Debug for Hash {
     }
 }
 
-/// Buffers small writes before they reach SHA-256's block function.
-struct HashSink {
-    hasher: Sha256,
-    buf: [u8; 256],
-    len: usize,
-}
-
-impl HashSink {
-    fn new() -> Self {
-        HashSink {
-            hasher: Sha256::new(),
-            buf: [0; 256],
-            len: 0,
-        }
-    }
-
-    fn finish(mut self) -> Hash {
-        self.hasher.update(&self.buf[..self.len]);
-        Hash(self.hasher.finalize().into())
-    }
-}
-
-impl Sink for HashSink {
-    fn put(&mut self, bytes: &[u8]) {
-        if self.len + bytes.len() > self.buf.len() {
-            self.hasher.update(&self.buf[..self.len]);
-            self.len = 0;
-            if bytes.len() > self.buf.len() {
-                self.hasher.update(bytes);
-                return;
-            }
-        }
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
+thread_local! {
+    /// Reused canonical-JSON buffer: one SHA-256 call over the whole text is faster than
+    /// feeding the hasher fragment by fragment.
+    static CANONICAL_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// SHA-256 of a value's canonical JSON.
 pub fn canonical_hash(v: &Value) -> Hash {
-    let mut sink = HashSink::new();
-    json::write_canonical(v, &mut sink);
-    sink.finish()
+    CANONICAL_BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        buf.clear();
+        json::write_canonical(v, &mut *buf);
+        let h = Hash::of(&buf);
+        if buf.capacity() > 1 << 20 {
+            *buf = Vec::new();
+        }
+        h
+    })
 }
 
 /// `sha256("{}")`: the hash of any non-object argument list.
@@ -135,6 +119,39 @@ pub fn result_hash(result: Option<&[u8]>, tool: &str, hashing: ResultHashing) ->
             }
             canonical_hash(&v)
         }
+    }
+}
+
+/// Remembers result hashes by their raw bytes. A looping agent sends the same bytes again and
+/// again; a hit costs a fast non-cryptographic hash and a comparison instead of a parse,
+/// a re-encode and SHA-256. Bounded: it starts over past [`ResultHashCache::CAPACITY`] entries.
+#[derive(Clone, Debug, Default)]
+pub struct ResultHashCache {
+    plain: rustc_hash::FxHashMap<Box<[u8]>, Hash>,
+    stripped: rustc_hash::FxHashMap<Box<[u8]>, Hash>,
+}
+
+impl ResultHashCache {
+    pub const CAPACITY: usize = 4096;
+
+    /// The result hash of `result` for `tool`, computed once per distinct text.
+    pub fn get(&mut self, result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
+        let text = result.unwrap_or(b"");
+        let strip = hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code";
+        let map = if strip {
+            &mut self.stripped
+        } else {
+            &mut self.plain
+        };
+        if let Some(h) = map.get(text) {
+            return *h;
+        }
+        let h = result_hash(result, tool, hashing);
+        if map.len() >= Self::CAPACITY {
+            map.clear();
+        }
+        map.insert(text.into(), h);
+        h
     }
 }
 
@@ -223,6 +240,26 @@ mod tests {
             ResultHashing::StripExecuteCodeVolatile,
         );
         assert_eq!(stripped, Hash::of(br#"{"kernel":{}}"#));
+    }
+
+    #[test]
+    fn the_cache_agrees_with_direct_hashing() {
+        let mut cache = ResultHashCache::default();
+        let exec = br#"{"duration_seconds":1,"kernel":{"execution_count":1},"output":"x"}"#;
+        for _ in 0..2 {
+            for tool in ["execute_code", "terminal"] {
+                for hashing in [
+                    ResultHashing::Plain,
+                    ResultHashing::StripExecuteCodeVolatile,
+                ] {
+                    assert_eq!(
+                        cache.get(Some(exec), tool, hashing),
+                        result_hash(Some(exec), tool, hashing)
+                    );
+                }
+            }
+            assert_eq!(cache.get(None, "t", ResultHashing::Plain), Hash::of(b""));
+        }
     }
 
     #[test]

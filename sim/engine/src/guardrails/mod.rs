@@ -12,7 +12,7 @@ pub mod tools;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use crate::hash::{self, Hash, ResultHashing, Signature};
+use crate::hash::{self, Hash, ResultHashCache, ResultHashing, Signature};
 use crate::json::Value;
 
 pub use classify::classify_failure;
@@ -285,6 +285,7 @@ pub struct Controller {
     web_searches: u32,
     subagents: u32,
     subagents_reserved: u32,
+    hashes: ResultHashCache,
 }
 
 impl Controller {
@@ -302,7 +303,20 @@ impl Controller {
             web_searches: 0,
             subagents: 0,
             subagents_reserved: 0,
+            hashes: ResultHashCache::default(),
         }
+    }
+
+    /// The facts' result hash, from the facts, the cache, or computed (and remembered).
+    fn result_hash(&mut self, facts: &CallFacts<'_>) -> Hash {
+        if let Some(h) = facts.result_hash.get() {
+            return *h;
+        }
+        let h = self
+            .hashes
+            .get(facts.result, &facts.signature.tool, facts.hashing);
+        let _ = facts.result_hash.set(h);
+        h
     }
 
     pub fn config(&self) -> &GuardrailConfig {
@@ -551,7 +565,7 @@ impl Controller {
             self.no_progress.remove(&signature);
             return Decision::allow(signature, 0);
         }
-        let h = facts.result_hash();
+        let h = self.result_hash(facts);
         let repeats = match self.no_progress.get(&signature) {
             Some(&(prev, n)) if prev == h => n + 1,
             _ => 1,
@@ -578,7 +592,8 @@ impl Controller {
         }
         let hard = self.config.hard_stop_enabled;
         let block_after = self.config.no_progress_block_after;
-        let obs = self.stall.observe(facts, failed);
+        let h = facts.result.map(|_| self.result_hash(facts));
+        let obs = self.stall.observe(facts, h, failed);
         if hard && self.halt.is_none() {
             if obs.kind == Some(NoticeKind::IdenticalCallStreak) && obs.streak >= block_after {
                 self.decide(

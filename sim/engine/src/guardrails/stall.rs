@@ -90,16 +90,21 @@ pub(super) struct StallState {
 }
 
 impl StallState {
-    pub(super) fn observe(&mut self, facts: &CallFacts<'_>, failed: bool) -> Observation {
+    /// `hash` is the result hash, present exactly when the result is text.
+    pub(super) fn observe(
+        &mut self,
+        facts: &CallFacts<'_>,
+        hash: Option<Hash>,
+        failed: bool,
+    ) -> Observation {
         let tool: &str = &facts.signature.tool;
-        let Some(result) = facts.result else {
+        let (Some(result), Some(h)) = (facts.result, hash) else {
             // A non-text (multimodal) result breaks every streak and cycle.
             self.streak = None;
             self.streak_count = 0;
             self.history.clear();
             return Observation::default();
         };
-        let h = facts.result_hash();
         let same = matches!(&self.streak, Some((s, rh)) if *s == facts.signature && *rh == h);
         if same {
             self.streak_count += 1;
