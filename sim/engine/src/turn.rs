@@ -518,3 +518,79 @@ mod tests {
         );
     }
 }
+
+/// What the out-of-budget summary call produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SummaryOutcome {
+    /// The model's summary (think blocks removed, trimmed): the turn's final answer.
+    Text(String),
+    /// Nothing usable came back: the runtime answers with a fixed note that the limit was hit.
+    Fallback,
+}
+
+/// Hermes makes at most two summary attempts: an empty reply is retried once.
+pub const SUMMARY_CALL_MAX_ATTEMPTS: u32 = 2;
+
+/// Runs the summary call's rules over `call`, which makes one tools-free model call and
+/// returns its raw text. An empty reply is retried once; text that is empty only after think
+/// blocks are removed is not retried.
+pub fn summary_call(mut call: impl FnMut() -> String) -> SummaryOutcome {
+    let mut reply = call();
+    if reply.is_empty() {
+        reply = call();
+    }
+    let text = strip_think_blocks(&reply);
+    let text = text.trim();
+    if text.is_empty() {
+        SummaryOutcome::Fallback
+    } else {
+        SummaryOutcome::Text(text.to_string())
+    }
+}
+
+/// Removes `<think>...</think>` blocks (an unclosed one runs to the end).
+pub fn strip_think_blocks(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("<think>") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find("</think>") {
+            Some(end) => rest = &rest[start + end + "</think>".len()..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_reply_is_retried_once() {
+        let mut replies = vec!["", "", "late"].into_iter();
+        let mut calls = 0;
+        let out = summary_call(|| {
+            calls += 1;
+            replies.next().unwrap().to_string()
+        });
+        assert_eq!((out, calls), (SummaryOutcome::Fallback, 2));
+        let mut replies = vec!["", "  done  "].into_iter();
+        assert_eq!(
+            summary_call(|| replies.next().unwrap().to_string()),
+            SummaryOutcome::Text("done".into())
+        );
+    }
+
+    #[test]
+    fn think_only_replies_fall_back_without_retry() {
+        let mut calls = 0;
+        let out = summary_call(|| {
+            calls += 1;
+            "<think>hmm</think>  ".to_string()
+        });
+        assert_eq!((out, calls), (SummaryOutcome::Fallback, 1));
+        assert_eq!(strip_think_blocks("a<think>x</think>b<think>y"), "ab");
+    }
+}
