@@ -1,7 +1,7 @@
 //! The guardrail controller over JSON lines (`loopsim guard`): the conformance interface.
 //! See `docs/guard-protocol.md`. Pure: it turns request bytes into answer bytes.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 use crate::config::EngineConfig;
 use crate::guardrails::{CallFacts, Controller, Decision};
@@ -72,10 +72,7 @@ impl GuardSession {
                 let r = self.controller.reserve_subagents(n);
                 let admitted = r.admitted;
                 self.controller.commit_subagents(r, admitted);
-                let _ = writeln_str(
-                    out,
-                    format_args!("{{\"op\":\"spawn\",\"admitted\":{admitted}}}"),
-                );
+                let _ = writeln!(out, "{{\"op\":\"spawn\",\"admitted\":{admitted}}}");
             }
             b"before" => {
                 let tool = self.tool(&req)?;
@@ -135,22 +132,13 @@ impl GuardSession {
         out.extend_from_slice(d.action.as_str().as_bytes());
         out.extend_from_slice(b"\",\"code\":\"");
         out.extend_from_slice(d.code.as_str().as_bytes());
-        let _ = writeln_str(
-            out,
-            format_args!(
-                "\",\"count\":{},\"args_hash\":\"{}\",\"halt\":",
-                d.count, d.signature.args_hash
-            ),
-        );
-        out.pop();
+        let _ = write!(out, "\",\"count\":{},\"args_hash\":\"", d.count);
+        out.extend_from_slice(&d.signature.args_hash.hex_bytes());
+        out.extend_from_slice(b"\",\"halt\":");
         match self.controller.halt_decision() {
             None => out.extend_from_slice(b"null"),
             Some(h) => {
-                let _ = writeln_str(
-                    out,
-                    format_args!("{{\"code\":\"{}\",\"count\":{}}}", h.code, h.count),
-                );
-                out.pop();
+                let _ = write!(out, "{{\"code\":\"{}\",\"count\":{}}}", h.code, h.count);
             }
         }
         if let Some(o) = obs {
@@ -171,14 +159,6 @@ impl GuardSession {
         }
         out.extend_from_slice(b"}\n");
     }
-}
-
-fn writeln_str(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) -> std::fmt::Result {
-    let mut s = String::new();
-    s.write_fmt(args)?;
-    s.push('\n');
-    out.extend_from_slice(s.as_bytes());
-    Ok(())
 }
 
 #[cfg(test)]

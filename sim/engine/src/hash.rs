@@ -6,6 +6,7 @@
 //! intermediate string is built.
 
 use std::fmt;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -86,7 +87,8 @@ pub fn args_hash(args: &Value) -> Hash {
 /// Identity of a call: tool name plus argument hash (raw arguments are never kept).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct Signature {
-    pub tool: Box<str>,
+    /// Shared, so cloning a signature into the controller's maps does not allocate.
+    pub tool: Arc<str>,
     pub args_hash: Hash,
 }
 

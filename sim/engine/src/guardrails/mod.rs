@@ -277,7 +277,7 @@ pub struct Controller {
     config: GuardrailConfig,
     rules: GuardrailRules,
     exact_failures: HashMap<Signature, u32>,
-    same_tool_failures: HashMap<Box<str>, u32>,
+    same_tool_failures: HashMap<std::sync::Arc<str>, u32>,
     progress_since_failure: HashSet<Signature>,
     no_progress: HashMap<Signature, (Hash, u32)>,
     halt: Option<Decision>,
@@ -512,7 +512,10 @@ impl Controller {
                 *e
             };
             let same = {
-                let s = self.same_tool_failures.entry(tool.into()).or_insert(0);
+                let s = self
+                    .same_tool_failures
+                    .entry(facts.signature.tool.clone())
+                    .or_insert(0);
                 *s += 1;
                 *s
             };
