@@ -98,10 +98,20 @@ impl EngineConfig {
             line: e.line,
             message: format!("column {}: {}", e.col, e.message),
         })?;
+        Self::from_node(profile, platform, &root, file)
+    }
+
+    /// Reads an already parsed config tree (for example a scenario's `[config]` table).
+    pub fn from_node(
+        profile: ProfileName,
+        platform: Option<&str>,
+        root: &Node,
+        file: &str,
+    ) -> Result<Self, ConfigError> {
         let mut c = EngineConfig::new(profile, platform);
         // The platform rule must see the file's flags, so start again from raw defaults.
         c.guardrails = GuardrailConfig::default();
-        c.read(&root, file)?;
+        c.read(root, file)?;
         c.apply_platform();
         Ok(c)
     }

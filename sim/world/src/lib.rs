@@ -5,5 +5,9 @@
 //! are being built on these.)
 
 pub mod clock;
+pub mod model;
 pub mod rng;
+pub mod scenario;
 pub mod scheduler;
+pub mod sim;
+pub mod trace;

@@ -1,0 +1,141 @@
+//! The fake model's numbers: sampling latencies and token counts, and pricing a call.
+
+use rand::RngExt;
+use rand::rngs::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::scenario::{Dist, Price};
+
+impl Dist {
+    /// One draw (never negative).
+    pub fn sample(&self, rng: &mut ChaCha8Rng) -> f64 {
+        match self {
+            Dist::Fixed(x) => *x,
+            Dist::Spec(s) => {
+                if let Some([a, b]) = s.uniform {
+                    a + (b - a) * rng.random::<f64>()
+                } else if let Some([m, sd]) = s.normal {
+                    (m + sd * standard_normal(rng)).max(0.0)
+                } else if let Some([median, sigma]) = s.lognormal {
+                    median * (sigma * standard_normal(rng)).exp()
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+
+    /// The distribution's mean (for reports and calibration).
+    pub fn mean(&self) -> f64 {
+        match self {
+            Dist::Fixed(x) => *x,
+            Dist::Spec(s) => {
+                if let Some([a, b]) = s.uniform {
+                    (a + b) / 2.0
+                } else if let Some([m, _]) = s.normal {
+                    m
+                } else if let Some([median, sigma]) = s.lognormal {
+                    median * (sigma * sigma / 2.0).exp()
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
+/// Box-Muller on two uniform draws.
+fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// Tokens, time and money spent on model calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Usage {
+    pub model_calls: u64,
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub output_tokens: u64,
+    pub model_latency_us: u64,
+    pub tool_time_us: u64,
+    pub approval_calls: u64,
+    pub approval_input_tokens: u64,
+    pub approval_output_tokens: u64,
+    pub approval_latency_us: u64,
+    /// Dollars, rounded to micro-dollars so sums are exact and stable.
+    pub cost_micro_usd: u64,
+}
+
+/// The price of one call in micro-dollars.
+pub fn cost_micro_usd(price: &Price, input: u64, cache_read: u64, output: u64) -> u64 {
+    let fresh = input.saturating_sub(cache_read) as f64;
+    let usd =
+        (fresh * price.input + cache_read as f64 * price.cache_read + output as f64 * price.output)
+            / 1e6;
+    (usd * 1e6).round() as u64
+}
+
+impl Usage {
+    pub fn add(&mut self, o: &Usage) {
+        self.model_calls += o.model_calls;
+        self.input_tokens += o.input_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+        self.output_tokens += o.output_tokens;
+        self.model_latency_us += o.model_latency_us;
+        self.tool_time_us += o.tool_time_us;
+        self.approval_calls += o.approval_calls;
+        self.approval_input_tokens += o.approval_input_tokens;
+        self.approval_output_tokens += o.approval_output_tokens;
+        self.approval_latency_us += o.approval_latency_us;
+        self.cost_micro_usd += o.cost_micro_usd;
+    }
+
+    pub fn cost_usd(&self) -> f64 {
+        self.cost_micro_usd as f64 / 1e6
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+    use crate::scenario::DistSpec;
+
+    #[test]
+    fn samples_stay_in_range_and_match_their_mean() {
+        let mut r = stream(3, "t");
+        let u = Dist::Spec(DistSpec {
+            uniform: Some([2.0, 4.0]),
+            normal: None,
+            lognormal: None,
+        });
+        let ln = Dist::Spec(DistSpec {
+            uniform: None,
+            normal: None,
+            lognormal: Some([9.0, 0.3]),
+        });
+        let n = 20_000;
+        let (mut su, mut sl) = (0.0, 0.0);
+        for _ in 0..n {
+            let x = u.sample(&mut r);
+            assert!((2.0..=4.0).contains(&x));
+            su += x;
+            sl += ln.sample(&mut r);
+        }
+        assert!((su / n as f64 - 3.0).abs() < 0.05);
+        assert!((sl / n as f64 - ln.mean()).abs() / ln.mean() < 0.02);
+    }
+
+    #[test]
+    fn call_cost() {
+        let p = Price {
+            input: 3.0,
+            cache_read: 0.3,
+            output: 15.0,
+        };
+        // 1M fresh input = $3, 1M cache reads = $0.30, 1k output = $0.015
+        assert_eq!(cost_micro_usd(&p, 2_000_000, 1_000_000, 1_000), 3_315_000);
+    }
+}

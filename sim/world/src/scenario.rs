@@ -1,0 +1,709 @@
+//! Scenario files: a workload and its expectations, in TOML a person can read and edit.
+//!
+//! A scenario names the engine profile and Hermes config (in Hermes's own key shapes), the
+//! models and tools with their latencies, tokens and prices, the agents and their scripts, the
+//! human, and an `[expect]` block. Unknown keys, bad values and impossible combinations are
+//! errors that name the file, line and key. See `scenarios/README.md` for the format.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use loopsim_engine::config::{ConfigError, EngineConfig};
+use loopsim_engine::delegation::ChildBudget;
+use loopsim_engine::hash::Hash;
+use loopsim_engine::profile::ProfileName;
+use loopsim_engine::yaml::{Node, Yaml};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A scenario that cannot be used, with where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {key}: {message}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub line: usize,
+    pub key: String,
+    pub message: String,
+}
+
+/// What a scenario is for: a loop that must be caught, or work that must not be stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Label {
+    #[default]
+    Loop,
+    Healthy,
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Label::Loop => "loop",
+            Label::Healthy => "healthy",
+        })
+    }
+}
+
+/// A non-negative random quantity: a number, or `{ uniform = [a, b] }`,
+/// `{ normal = [mean, sd] }` (clamped at 0) or `{ lognormal = [median, sigma] }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Dist {
+    Fixed(f64),
+    Spec(DistSpec),
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistSpec {
+    pub uniform: Option<[f64; 2]>,
+    pub normal: Option<[f64; 2]>,
+    pub lognormal: Option<[f64; 2]>,
+}
+
+impl Dist {
+    fn check(&self) -> Result<(), String> {
+        let ok = |x: f64| x.is_finite() && x >= 0.0;
+        match self {
+            Dist::Fixed(x) if !ok(*x) => Err(format!("{x} is not a non-negative number")),
+            Dist::Fixed(_) => Ok(()),
+            Dist::Spec(s) => {
+                let set = [
+                    s.uniform.is_some(),
+                    s.normal.is_some(),
+                    s.lognormal.is_some(),
+                ];
+                if set.iter().filter(|b| **b).count() != 1 {
+                    return Err("give exactly one of uniform, normal, lognormal".into());
+                }
+                if let Some([a, b]) = s.uniform
+                    && !(ok(a) && ok(b) && a <= b)
+                {
+                    return Err(format!("uniform [{a}, {b}] needs 0 <= a <= b"));
+                }
+                if let Some([m, sd]) = s.normal
+                    && !(ok(m) && ok(sd))
+                {
+                    return Err(format!(
+                        "normal [{m}, {sd}] needs a non-negative mean and sd"
+                    ));
+                }
+                if let Some([m, sg]) = s.lognormal
+                    && !(ok(m) && m > 0.0 && ok(sg))
+                {
+                    return Err(format!(
+                        "lognormal [{m}, {sg}] needs a positive median and a non-negative sigma"
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Prices in dollars per million tokens.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    #[serde(default)]
+    pub input: f64,
+    #[serde(default)]
+    pub cache_read: f64,
+    #[serde(default)]
+    pub output: f64,
+}
+
+/// A fake model: how long a call takes and what it costs.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub latency_s: Spanned<Dist>,
+    pub output_tokens: Spanned<Dist>,
+    /// Share of the input read from the prompt cache.
+    #[serde(default = "zero")]
+    pub cache_read_share: Spanned<f64>,
+    #[serde(default)]
+    pub price: Price,
+    /// Probability that the model heeds a guardrail warning or notice and moves on.
+    #[serde(default = "zero")]
+    pub heed_probability: Spanned<f64>,
+    /// Probability of an empty reply (it ends the turn as text).
+    #[serde(default = "zero")]
+    pub empty_reply_probability: Spanned<f64>,
+    /// For auxiliary models: input tokens per call (main models use the agent's context).
+    #[serde(default)]
+    pub input_tokens: u64,
+}
+
+/// A fake tool.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub latency_s: Spanned<Dist>,
+    /// Result text; `{elapsed_s}`, `{counter}`, `{timestamp}`, `{id}` and `{n}` are volatile.
+    #[serde(default = "default_result")]
+    pub result: String,
+    /// Tokens the result adds to the context.
+    #[serde(default = "default_result_tokens")]
+    pub result_tokens: Spanned<Dist>,
+    #[serde(default = "zero")]
+    pub fail_probability: Spanned<f64>,
+    #[serde(default = "default_fail_result")]
+    pub fail_result: String,
+    /// The call gives up after this long with a timeout error.
+    pub timeout_s: Option<Spanned<f64>>,
+    /// Each call first asks the auxiliary approval model.
+    #[serde(default)]
+    pub approval: bool,
+}
+
+fn zero() -> Spanned<f64> {
+    Spanned::new(0..0, 0.0)
+}
+fn empty_table() -> Spanned<toml::Table> {
+    Spanned::new(0..0, toml::Table::new())
+}
+fn default_result() -> String {
+    "{\"ok\": true}".into()
+}
+fn default_result_tokens() -> Spanned<Dist> {
+    Spanned::new(0..0, Dist::Fixed(50.0))
+}
+fn default_fail_result() -> String {
+    "{\"error\": \"failed\"}".into()
+}
+
+/// When a repeating step stops repeating (besides its count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Until {
+    /// Only an interrupt, a halt or the budget ends it.
+    Stopped,
+    /// The background delegations of this turn have all finished (the model cannot know; a
+    /// model that polls correctly would).
+    ChildrenDone,
+}
+
+/// One tool call in a step.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallSpec {
+    pub tool: Spanned<String>,
+    #[serde(default)]
+    pub args: toml::Table,
+    /// Add a per-repetition counter `n` to the arguments, so every call is distinct.
+    #[serde(default)]
+    pub distinct: bool,
+    /// Force this call to fail (true) or succeed (false) instead of drawing.
+    pub fail: Option<bool>,
+}
+
+/// One step of a model script: what the model does at its next call(s).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// Tool calls made together in one model reply.
+    #[serde(default)]
+    pub calls: Vec<CallSpec>,
+    /// Final text: the turn ends.
+    pub answer: Option<String>,
+    /// Delegate this many tasks to children running the named agent's script.
+    pub delegate: Option<Spanned<String>>,
+    #[serde(default = "one")]
+    pub tasks: u32,
+    /// How many model calls this step takes (each makes the step's calls again).
+    #[serde(default = "one")]
+    pub times: u32,
+    pub until: Option<Until>,
+    /// The loop the scenario is about starts here (waste is counted from it).
+    #[serde(default)]
+    pub loop_begins: bool,
+    /// Overrides of the model for this step.
+    pub latency_s: Option<Spanned<Dist>>,
+    pub output_tokens: Option<Spanned<Dist>>,
+    /// Weighted random choice among sub-steps (each `{ weight = w, ... }` one call).
+    #[serde(default)]
+    pub choose: Vec<Choice>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Choice {
+    pub weight: f64,
+    #[serde(default)]
+    pub calls: Vec<CallSpec>,
+    pub answer: Option<String>,
+}
+
+/// An agent: a model and a script. The agent named `parent` starts the run.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub model: Spanned<String>,
+    /// Context tokens at the start of its first turn.
+    #[serde(default)]
+    pub context_tokens: u64,
+    pub script: Vec<Step>,
+    /// The script of a turn opened by a background delegation's result.
+    #[serde(default)]
+    pub on_result: Vec<Step>,
+}
+
+/// The person at the keyboard.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HumanSpec {
+    /// Press stop at this virtual time (seconds from the start).
+    pub interrupt_at_s: Option<Spanned<f64>>,
+}
+
+/// Assertions on the outcome. Missing keys assert nothing.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The parent's last exit reason, exactly as Hermes prints it.
+    pub exit_reason: Option<String>,
+    /// No guardrail block or halt anywhere.
+    pub no_hard_stop: Option<bool>,
+    /// A guardrail stop with this decision code happened.
+    pub stop_code: Option<String>,
+    /// The first warning or notice came at or before this parent call.
+    pub first_warning_before_call: Option<u64>,
+    /// Parent model calls, inclusive bounds.
+    pub parent_calls_min: Option<u64>,
+    pub parent_calls_max: Option<u64>,
+    /// Total dollars at most.
+    pub max_cost_usd: Option<f64>,
+}
+
+/// The file as written.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    pub name: String,
+    pub description: String,
+    /// Which issue, PR or incident this replays.
+    pub provenance: String,
+    #[serde(default)]
+    pub label: Label,
+    pub profile: Spanned<String>,
+    pub platform: Option<String>,
+    #[serde(default)]
+    pub seed: u64,
+    /// Hermes config keys, in config.yaml's shape (`[config.tool_loop_guardrails]`, ...).
+    #[serde(default = "empty_table")]
+    pub config: Spanned<toml::Table>,
+    /// loopsim's child budget mode: "independent", "shared", or `{ reserved = N }`.
+    #[serde(default)]
+    pub child_budget: Option<Spanned<toml::Value>>,
+    pub models: BTreeMap<String, ModelSpec>,
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolSpec>,
+    /// The auxiliary model for approval calls.
+    pub approval_model: Option<Spanned<String>>,
+    pub agents: BTreeMap<String, AgentSpec>,
+    #[serde(default)]
+    pub human: HumanSpec,
+    #[serde(default)]
+    pub expect: Expect,
+    #[serde(default)]
+    pub report: ReportSpec,
+}
+
+/// Extra measurements a scenario asks for.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSpec {
+    /// A window of virtual time `[from, to)` in seconds whose figures are reported separately
+    /// (for example the window an incident write-up measured).
+    pub window_s: Option<Spanned<[f64; 2]>>,
+    /// Stop the run at this virtual time if nothing else has (a safety net; default 24 h).
+    pub horizon_s: Option<f64>,
+}
+
+/// A loaded, validated scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Where it came from, as given.
+    pub path: String,
+    /// SHA-256 of the file's bytes.
+    pub content_hash: Hash,
+    pub file: ScenarioFile,
+    pub profile: ProfileName,
+    pub child_budget: ChildBudget,
+}
+
+struct Lines<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl Lines<'_> {
+    fn line_of(&self, span: std::ops::Range<usize>) -> usize {
+        let at = span.start.min(self.text.len());
+        self.text[..at].bytes().filter(|&b| b == b'\n').count() + 1
+    }
+
+    fn err<T>(
+        &self,
+        span: std::ops::Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Result<T, ScenarioError> {
+        Err(ScenarioError {
+            file: self.file.to_string(),
+            line: self.line_of(span),
+            key: key.to_string(),
+            message: message.into(),
+        })
+    }
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| ScenarioError {
+            file: shown.clone(),
+            line: 0,
+            key: "file".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| ScenarioError {
+            file: shown.clone(),
+            line: 0,
+            key: "file".into(),
+            message: "not UTF-8 text".into(),
+        })?;
+        Scenario::parse(&text, &shown)
+    }
+
+    /// Parses and validates scenario text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        let lines = Lines { text, file };
+        let parsed: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            let msg = e.message().trim().to_string();
+            let key = msg
+                .split('`')
+                .nth(1)
+                .filter(|_| msg.starts_with("unknown field") || msg.starts_with("missing field"))
+                .unwrap_or("toml")
+                .to_string();
+            ScenarioError {
+                file: file.to_string(),
+                line: lines.line_of(span),
+                key,
+                message: msg,
+            }
+        })?;
+        let profile = match parsed.profile.get_ref().parse::<ProfileName>() {
+            Ok(p) => p,
+            Err(e) => return lines.err(parsed.profile.span(), "profile", e.to_string()),
+        };
+        let child_budget = match &parsed.child_budget {
+            None => ChildBudget::Independent,
+            Some(v) => match v.get_ref() {
+                toml::Value::String(s) if s == "independent" => ChildBudget::Independent,
+                toml::Value::String(s) if s == "shared" => ChildBudget::Shared,
+                toml::Value::Table(t)
+                    if t.len() == 1
+                        && t.get("reserved")
+                            .and_then(|r| r.as_integer())
+                            .is_some_and(|r| r >= 0) =>
+                {
+                    ChildBudget::Reserved(t["reserved"].as_integer().unwrap() as u64)
+                }
+                _ => {
+                    return lines.err(
+                        v.span(),
+                        "child_budget",
+                        "expected \"independent\", \"shared\" or { reserved = N } with N >= 0",
+                    );
+                }
+            },
+        };
+        let s = Scenario {
+            path: file.to_string(),
+            content_hash: Hash::of(text.as_bytes()),
+            file: parsed,
+            profile,
+            child_budget,
+        };
+        s.validate(&lines)?;
+        s.engine_config(None).map_err(|e| match e {
+            ConfigError::Value {
+                line, key, message, ..
+            } => ScenarioError {
+                file: file.to_string(),
+                line: lines.line_of(s.file.config.span()).max(line),
+                key: format!("config.{key}"),
+                message,
+            },
+            ConfigError::Yaml { message, .. } => ScenarioError {
+                file: file.to_string(),
+                line: lines.line_of(s.file.config.span()),
+                key: "config".into(),
+                message,
+            },
+        })?;
+        Ok(s)
+    }
+
+    fn validate(&self, l: &Lines<'_>) -> Result<(), ScenarioError> {
+        let f = &self.file;
+        let prob = |v: &Spanned<f64>, key: &str| -> Result<(), ScenarioError> {
+            let x = *v.get_ref();
+            if (0.0..=1.0).contains(&x) {
+                Ok(())
+            } else {
+                l.err(
+                    v.span(),
+                    key,
+                    format!("{x} is not a probability between 0 and 1"),
+                )
+            }
+        };
+        let dist = |d: &Spanned<Dist>, key: &str| -> Result<(), ScenarioError> {
+            d.get_ref().check().or_else(|m| l.err(d.span(), key, m))
+        };
+        for (name, m) in &f.models {
+            dist(&m.latency_s, &format!("models.{name}.latency_s"))?;
+            dist(&m.output_tokens, &format!("models.{name}.output_tokens"))?;
+            prob(
+                &m.cache_read_share,
+                &format!("models.{name}.cache_read_share"),
+            )?;
+            prob(
+                &m.heed_probability,
+                &format!("models.{name}.heed_probability"),
+            )?;
+            prob(
+                &m.empty_reply_probability,
+                &format!("models.{name}.empty_reply_probability"),
+            )?;
+            for (k, p) in [
+                ("input", m.price.input),
+                ("cache_read", m.price.cache_read),
+                ("output", m.price.output),
+            ] {
+                if !(p.is_finite() && p >= 0.0) {
+                    return l.err(
+                        0..0,
+                        &format!("models.{name}.price.{k}"),
+                        format!("{p} is not a non-negative price"),
+                    );
+                }
+            }
+        }
+        for (name, t) in &f.tools {
+            dist(&t.latency_s, &format!("tools.{name}.latency_s"))?;
+            dist(&t.result_tokens, &format!("tools.{name}.result_tokens"))?;
+            prob(
+                &t.fail_probability,
+                &format!("tools.{name}.fail_probability"),
+            )?;
+            if let Some(to) = &t.timeout_s
+                && !(to.get_ref().is_finite() && *to.get_ref() > 0.0)
+            {
+                return l.err(
+                    to.span(),
+                    &format!("tools.{name}.timeout_s"),
+                    "must be a positive number of seconds",
+                );
+            }
+            if t.approval && f.approval_model.is_none() {
+                return l.err(
+                    t.latency_s.span(),
+                    &format!("tools.{name}.approval"),
+                    "approval calls need a top-level approval_model",
+                );
+            }
+        }
+        if let Some(a) = &f.approval_model
+            && !f.models.contains_key(a.get_ref())
+        {
+            return l.err(
+                a.span(),
+                "approval_model",
+                format!("no model named `{}` in [models]", a.get_ref()),
+            );
+        }
+        if let Some(w) = &f.report.window_s {
+            let [a, b] = *w.get_ref();
+            if !(a.is_finite() && b.is_finite() && 0.0 <= a && a < b) {
+                return l.err(w.span(), "report.window_s", "needs 0 <= from < to");
+            }
+        }
+        if !f.agents.contains_key("parent") {
+            return l.err(0..0, "agents", "a scenario needs an agent named `parent`");
+        }
+        if let Some(t) = &f.human.interrupt_at_s
+            && !(t.get_ref().is_finite() && *t.get_ref() >= 0.0)
+        {
+            return l.err(
+                t.span(),
+                "human.interrupt_at_s",
+                "must be a non-negative number of seconds",
+            );
+        }
+        for (name, a) in &f.agents {
+            if !f.models.contains_key(a.model.get_ref()) {
+                return l.err(
+                    a.model.span(),
+                    &format!("agents.{name}.model"),
+                    format!("no model named `{}` in [models]", a.model.get_ref()),
+                );
+            }
+            if a.script.is_empty() {
+                return l.err(
+                    a.model.span(),
+                    &format!("agents.{name}.script"),
+                    "the script is empty",
+                );
+            }
+            for (which, steps) in [("script", &a.script), ("on_result", &a.on_result)] {
+                for (i, step) in steps.iter().enumerate() {
+                    self.validate_step(
+                        l,
+                        step,
+                        &format!("agents.{name}.{which}[{i}]"),
+                        a.model.span(),
+                        dist,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_step(
+        &self,
+        l: &Lines<'_>,
+        step: &Step,
+        key: &str,
+        near: std::ops::Range<usize>,
+        dist: impl Fn(&Spanned<Dist>, &str) -> Result<(), ScenarioError>,
+    ) -> Result<(), ScenarioError> {
+        let f = &self.file;
+        let kinds = [
+            !step.calls.is_empty(),
+            step.answer.is_some(),
+            step.delegate.is_some(),
+            !step.choose.is_empty(),
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return l.err(
+                near,
+                key,
+                "a step needs exactly one of calls, answer, delegate, choose",
+            );
+        }
+        if step.times == 0 {
+            return l.err(near, &format!("{key}.times"), "must be at least 1");
+        }
+        if (step.answer.is_some() || step.delegate.is_some())
+            && (step.times != 1 || step.until.is_some())
+        {
+            return l.err(
+                near,
+                key,
+                "answer and delegate steps cannot repeat (times, until)",
+            );
+        }
+        let check_calls = |calls: &[CallSpec], key: &str| -> Result<(), ScenarioError> {
+            for (j, c) in calls.iter().enumerate() {
+                let t = c.tool.get_ref();
+                if !f.tools.contains_key(t) && t != "delegate_task" {
+                    return l.err(
+                        c.tool.span(),
+                        &format!("{key}.calls[{j}].tool"),
+                        format!("no tool named `{t}` in [tools]"),
+                    );
+                }
+            }
+            Ok(())
+        };
+        check_calls(&step.calls, key)?;
+        for (j, c) in step.choose.iter().enumerate() {
+            if !(c.weight.is_finite() && c.weight > 0.0) {
+                return l.err(
+                    near.clone(),
+                    &format!("{key}.choose[{j}].weight"),
+                    "must be a positive number",
+                );
+            }
+            if c.calls.is_empty() == c.answer.is_none() {
+                return l.err(
+                    near.clone(),
+                    &format!("{key}.choose[{j}]"),
+                    "a choice needs exactly one of calls, answer",
+                );
+            }
+            check_calls(&c.calls, &format!("{key}.choose[{j}]"))?;
+        }
+        if let Some(d) = &step.delegate {
+            if !f.agents.contains_key(d.get_ref()) || d.get_ref() == "parent" {
+                return l.err(
+                    d.span(),
+                    &format!("{key}.delegate"),
+                    format!("no child agent named `{}` in [agents]", d.get_ref()),
+                );
+            }
+            if step.tasks == 0 {
+                return l.err(d.span(), &format!("{key}.tasks"), "must be at least 1");
+            }
+        }
+        if let Some(d) = &step.latency_s {
+            dist(d, &format!("{key}.latency_s"))?;
+        }
+        if let Some(d) = &step.output_tokens {
+            dist(d, &format!("{key}.output_tokens"))?;
+        }
+        Ok(())
+    }
+
+    /// The engine configuration: the profile, the scenario's `[config]`, and the platform
+    /// (`platform` overrides the scenario's).
+    pub fn engine_config(&self, platform: Option<&str>) -> Result<EngineConfig, ConfigError> {
+        let platform = platform.or(self.file.platform.as_deref());
+        let mut c = EngineConfig::from_node(
+            self.profile,
+            platform,
+            &toml_to_node(&toml::Value::Table(self.file.config.get_ref().clone())),
+            &self.path,
+        )?;
+        c.delegation.child_budget = self.child_budget;
+        Ok(c)
+    }
+}
+
+/// TOML values in Hermes's config shapes become the YAML values Hermes would have read.
+pub fn toml_to_node(v: &toml::Value) -> Node {
+    let value = match v {
+        toml::Value::String(s) => Yaml::Str(s.clone()),
+        toml::Value::Integer(i) => Yaml::Int(*i as i128),
+        toml::Value::Float(f) => Yaml::Float(*f),
+        toml::Value::Boolean(b) => Yaml::Bool(*b),
+        toml::Value::Datetime(d) => Yaml::Str(d.to_string()),
+        toml::Value::Array(a) => Yaml::Seq(a.iter().map(toml_to_node).collect()),
+        toml::Value::Table(t) => Yaml::Map(
+            t.iter()
+                .map(|(k, v)| {
+                    (
+                        Node {
+                            value: Yaml::Str(k.clone()),
+                            line: 0,
+                        },
+                        toml_to_node(v),
+                    )
+                })
+                .collect(),
+        ),
+    };
+    Node { value, line: 0 }
+}

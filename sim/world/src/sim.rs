@@ -1,0 +1,1174 @@
+//! The simulation: agents running turns through the engine under the seeded scheduler.
+//!
+//! A turn is the engine's loop: the governor admits an iteration, the fake model answers after
+//! its latency with what its script says (tool calls, a delegation, or text), each tool call
+//! goes through `before_call`, runs for its latency (after an approval-model call where the
+//! tool needs one), and comes back through `after_call` and the stall guards; then the round
+//! ends with a halt, a refund or the next iteration. Background delegations report back only
+//! as a new turn after the parent's turn has ended.
+
+use std::sync::Arc;
+
+use loopsim_engine::budget::IterationBudget;
+use loopsim_engine::config::EngineConfig;
+use loopsim_engine::delegation::{Admission, ChildBudget};
+use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, NoticeKind};
+use loopsim_engine::hash::Hash;
+use loopsim_engine::json::{self, Value};
+use loopsim_engine::turn::{ExitReason, FinishReason, Step as TurnStep, TurnGovernor};
+use rand::RngExt;
+use rand::rngs::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::clock::{Duration, Instant};
+use crate::model::{Usage, cost_micro_usd};
+use crate::rng::stream;
+use crate::scenario::{AgentSpec, CallSpec, Dist, Scenario, Step, Until};
+use crate::scheduler::{Order, Scheduler};
+use crate::trace::{self, Event, Header, TraceWriter};
+
+/// How a run is set up beyond its scenario.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub seed: Option<u64>,
+    /// Overrides the scenario's profile.
+    pub profile: Option<loopsim_engine::profile::ProfileName>,
+    /// Overrides the scenario's `[config]` with a Hermes config.yaml text (and its name).
+    pub config_yaml: Option<(String, String)>,
+    pub platform: Option<String>,
+    pub order: Order,
+}
+
+/// Where an agent stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    /// Inside a delegate_task call, waiting for its children.
+    Waiting,
+    /// Between turns (a background result may still open one).
+    Idle,
+    Done,
+    TimedOut,
+    Interrupted,
+}
+
+/// A guardrail stop: which call, when, why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stop {
+    pub call: u64,
+    pub t_us: u64,
+    pub code: String,
+}
+
+/// One agent's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentSummary {
+    pub name: String,
+    pub status: Status,
+    pub turns: u32,
+    pub exit_reasons: Vec<String>,
+    pub budget_used: u64,
+    pub budget_max: u64,
+    pub warnings: u32,
+    pub notices: u32,
+    pub first_warning_call: Option<u64>,
+    pub first_warning_us: Option<u64>,
+    pub stop: Option<Stop>,
+    pub summary_calls: u32,
+    pub usage: Usage,
+    /// Figures inside the scenario's `[report] window_s`.
+    pub window: Option<Usage>,
+    /// Figures from the first `loop_begins` step of the run on (the waste).
+    pub after_loop_began: Option<Usage>,
+}
+
+/// A run's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub scenario: String,
+    pub seed: u64,
+    pub profile: String,
+    pub platform: Option<String>,
+    pub duration_us: u64,
+    pub parent_exit_reason: String,
+    pub agents: Vec<AgentSummary>,
+    pub total: Usage,
+    /// When the first `loop_begins` step ran.
+    pub loop_began_us: Option<u64>,
+    pub events: u64,
+    pub trace_hash: String,
+}
+
+/// A failed run (the scenario cannot be run as configured).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] loopsim_engine::config::ConfigError),
+    #[error("writing the trace: {0}")]
+    Trace(#[from] std::io::Error),
+}
+
+type AgentId = usize;
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Wake(AgentId),
+    ModelDone(AgentId),
+    CallDone(AgentId),
+    Interrupt,
+    ChildTimeout(AgentId),
+    BatchDone(AgentId, usize),
+}
+
+/// What the model decided at its last call.
+#[derive(Clone, Debug)]
+enum Plan {
+    Answer,
+    Calls(Vec<CallSpec>),
+    Delegate { agent: String, tasks: u32 },
+}
+
+struct Batch {
+    children: Vec<AgentId>,
+    background: bool,
+    delivered: bool,
+}
+
+struct Agent<'s> {
+    name: String,
+    spec: &'s AgentSpec,
+    depth: u32,
+    parent: Option<AgentId>,
+    cfg: EngineConfig,
+    guard: Controller,
+    gov: TurnGovernor,
+    /// The budget children share in shared/reserved modes (the current turn's).
+    rng: ChaCha8Rng,
+    on_result: bool,
+    step: usize,
+    rep: u32,
+    context: u64,
+    status: Status,
+    plan: Option<Plan>,
+    plan_step: Option<usize>,
+    call_index: usize,
+    round_tools: Vec<String>,
+    round_flagged: bool,
+    call_started: Instant,
+    waiting_batch: Option<usize>,
+    pending_results: Vec<usize>,
+    calls: u64,
+    turns: u32,
+    exit_reasons: Vec<String>,
+    warnings: u32,
+    notices: u32,
+    first_warning: Option<(u64, u64)>,
+    stop: Option<Stop>,
+    summary_calls: u32,
+    usage: Usage,
+    window: Usage,
+    after_loop: Usage,
+    interrupted: bool,
+    pending: Option<PendingCall>,
+}
+
+/// A tool call in flight.
+#[derive(Clone, Debug)]
+struct PendingCall {
+    tool: String,
+    args: Value,
+    result: String,
+    failed: bool,
+    dur: Duration,
+}
+
+/// Runs a scenario once. The trace goes to `trace` (hash-only if you do not keep it).
+pub fn run(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    trace: TraceWriter,
+) -> Result<RunSummary, RunError> {
+    let mut w = World::new(scenario, opts, trace)?;
+    w.run();
+    w.finish()
+}
+
+struct World<'s> {
+    sc: &'s Scenario,
+    seed: u64,
+    cfg: EngineConfig,
+    child_cfg: EngineConfig,
+    sched: Scheduler<Ev>,
+    agents: Vec<Agent<'s>>,
+    batches: Vec<Batch>,
+    tool_rng: std::collections::BTreeMap<String, ChaCha8Rng>,
+    approval_rng: ChaCha8Rng,
+    trace: TraceWriter,
+    total: Usage,
+    window: Option<(u64, u64)>,
+    loop_began: Option<u64>,
+    horizon: Instant,
+    interrupt_pending: bool,
+    counter: u64,
+}
+
+fn toml_args(args: &toml::Table, n: Option<u32>) -> Value {
+    let mut v = serde_json::to_value(args).unwrap_or(serde_json::Value::Null);
+    if let (Some(n), serde_json::Value::Object(m)) = (n, &mut v) {
+        m.insert("n".into(), serde_json::Value::from(n));
+    }
+    json::parse(v.to_string().as_bytes()).unwrap_or(Value::Object(vec![]))
+}
+
+impl<'s> World<'s> {
+    fn new(sc: &'s Scenario, opts: &RunOptions, trace: TraceWriter) -> Result<Self, RunError> {
+        let seed = opts.seed.unwrap_or(sc.file.seed);
+        let mut sc_view = sc.clone();
+        if let Some(p) = opts.profile {
+            sc_view.profile = p;
+        }
+        let platform = opts.platform.as_deref();
+        let build = |platform: Option<&str>| -> Result<EngineConfig, RunError> {
+            let mut c = match &opts.config_yaml {
+                Some((name, text)) => EngineConfig::from_yaml(
+                    sc_view.profile,
+                    platform.or(sc.file.platform.as_deref()),
+                    text,
+                    name,
+                )?,
+                None => sc_view.engine_config(platform)?,
+            };
+            c.delegation.child_budget = sc.child_budget;
+            Ok(c)
+        };
+        let cfg = build(platform)?;
+        let child_cfg = build(Some("subagent"))?;
+        let mut w = World {
+            sc,
+            seed,
+            child_cfg,
+            sched: Scheduler::new(opts.order, stream(seed, "schedule")),
+            agents: Vec::new(),
+            batches: Vec::new(),
+            tool_rng: sc
+                .file
+                .tools
+                .keys()
+                .map(|t| (t.clone(), stream(seed, &format!("tool:{t}"))))
+                .collect(),
+            approval_rng: stream(seed, "approval"),
+            trace,
+            total: Usage::default(),
+            window: sc.file.report.window_s.as_ref().map(|w| {
+                let [a, b] = *w.get_ref();
+                (Duration::from_secs_f64(a).0, Duration::from_secs_f64(b).0)
+            }),
+            loop_began: None,
+            horizon: Instant::START
+                + Duration::from_secs_f64(sc.file.report.horizon_s.unwrap_or(86_400.0)),
+            interrupt_pending: false,
+            counter: 0,
+            cfg,
+        };
+        let header = Header {
+            format: trace::FORMAT.into(),
+            version: trace::VERSION,
+            loopsim: env!("CARGO_PKG_VERSION").into(),
+            scenario: sc.file.name.clone(),
+            scenario_path: sc.path.clone(),
+            scenario_hash: sc.content_hash.hex(),
+            seed,
+            profile: w.cfg.profile.to_string(),
+            platform: w.cfg.platform.clone(),
+            config_hash: Hash::of(
+                format!(
+                    "{:?}|{:?}|{:?}|{}",
+                    w.cfg.guardrails, w.cfg.delegation, w.cfg.turn, w.cfg.max_iterations
+                )
+                .as_bytes(),
+            )
+            .hex(),
+            schedule: format!("{:?}", opts.order).to_lowercase(),
+        };
+        w.trace.line(&header);
+        let parent = w.spawn_agent("parent".into(), "parent", 0, None);
+        w.start_turn(parent, false);
+        if let Some(t) = &sc.file.human.interrupt_at_s {
+            w.sched.at(
+                Instant::START + Duration::from_secs_f64(*t.get_ref()),
+                Ev::Interrupt,
+            );
+        }
+        Ok(w)
+    }
+
+    fn spawn_agent(
+        &mut self,
+        name: String,
+        spec_name: &str,
+        depth: u32,
+        parent: Option<AgentId>,
+    ) -> AgentId {
+        let spec = &self.sc.file.agents[spec_name];
+        let cfg = if depth == 0 {
+            self.cfg.clone()
+        } else {
+            self.child_cfg.clone()
+        };
+        let max = if depth == 0 {
+            cfg.max_iterations
+        } else {
+            cfg.delegation.child_max_iterations
+        };
+        let gov = TurnGovernor::new(cfg.turn, max);
+        let id = self.agents.len();
+        self.agents.push(Agent {
+            rng: stream(self.seed, &format!("agent:{name}/model")),
+            name,
+            spec,
+            depth,
+            parent,
+            guard: Controller::new(cfg.guardrails, cfg.rules),
+            gov,
+            cfg,
+            on_result: false,
+            step: 0,
+            rep: 0,
+            context: spec.context_tokens,
+            status: Status::Idle,
+            plan: None,
+            plan_step: None,
+            call_index: 0,
+            round_tools: Vec::new(),
+            round_flagged: false,
+            call_started: self.sched.now(),
+            waiting_batch: None,
+            pending_results: Vec::new(),
+            calls: 0,
+            turns: 0,
+            exit_reasons: Vec::new(),
+            warnings: 0,
+            notices: 0,
+            first_warning: None,
+            stop: None,
+            summary_calls: 0,
+            usage: Usage::default(),
+            window: Usage::default(),
+            after_loop: Usage::default(),
+            interrupted: false,
+            pending: None,
+        });
+        id
+    }
+
+    fn now(&self) -> u64 {
+        self.sched.now().0
+    }
+
+    fn event(&mut self, agent: AgentId, kind: &'static str) -> Event {
+        Event {
+            t_us: self.now(),
+            agent: self.agents[agent].name.clone(),
+            kind,
+            ..Event::default()
+        }
+    }
+
+    /// A new user turn: fresh budget (unless shared with a parent), guardrails reset.
+    fn start_turn(&mut self, a: AgentId, on_result: bool) {
+        let budget_src = self.agents[a].parent.map(|p| {
+            (
+                Arc::clone(self.agents[p].gov.budget()),
+                self.agents[a].cfg.delegation.child_budget,
+            )
+        });
+        let ag = &mut self.agents[a];
+        let max = ag.gov.max_iterations();
+        ag.gov = match budget_src {
+            Some((b, ChildBudget::Shared)) => TurnGovernor::with_budget(ag.cfg.turn, max, b, 0),
+            Some((b, ChildBudget::Reserved(r))) => {
+                TurnGovernor::with_budget(ag.cfg.turn, max, b, r)
+            }
+            _ => {
+                TurnGovernor::with_budget(ag.cfg.turn, max, Arc::new(IterationBudget::new(max)), 0)
+            }
+        };
+        ag.guard.reset_for_turn();
+        ag.on_result = on_result;
+        ag.step = 0;
+        ag.rep = 0;
+        ag.status = Status::Running;
+        ag.turns += 1;
+        let e = self.event(a, "turn_start");
+        self.trace.line(&e);
+        self.sched.at(self.sched.now(), Ev::Wake(a));
+    }
+
+    fn script(&self, a: AgentId) -> &'s [Step] {
+        let ag = &self.agents[a];
+        // A result turn without its own script just answers (an empty script ends in text).
+        if ag.on_result {
+            &ag.spec.on_result
+        } else {
+            &ag.spec.script
+        }
+    }
+
+    fn run(&mut self) {
+        while let Some((t, ev)) = self.sched.pop() {
+            if t > self.horizon {
+                break;
+            }
+            match ev {
+                Ev::Wake(a) => self.wake(a),
+                Ev::ModelDone(a) => self.model_done(a),
+                Ev::CallDone(a) => self.call_done(a),
+                Ev::Interrupt => self.interrupt(),
+                Ev::ChildTimeout(c) => self.child_timeout(c),
+                Ev::BatchDone(p, b) => self.deliver(p, b),
+            }
+        }
+    }
+
+    fn interrupt(&mut self) {
+        let e = self.event(0, "interrupt");
+        self.trace.line(&e);
+        self.interrupt_pending = true;
+        for a in 0..self.agents.len() {
+            self.agents[a].interrupted = true;
+        }
+        // An idle parent has nothing to stop; a running one stops at its next iteration.
+        if self.agents[0].status == Status::Waiting {
+            self.sched.at(self.sched.now(), Ev::CallDone(0));
+        }
+    }
+
+    fn account(&mut self, a: AgentId, u: &Usage) {
+        let now = self.now();
+        let ag = &mut self.agents[a];
+        ag.usage.add(u);
+        self.total.add(u);
+        if let Some((from, to)) = self.window
+            && (from..to).contains(&now)
+        {
+            ag.window.add(u);
+        }
+        if self.loop_began.is_some() {
+            ag.after_loop.add(u);
+        }
+    }
+
+    fn wake(&mut self, a: AgentId) {
+        if self.agents[a].status != Status::Running {
+            return;
+        }
+        let interrupt = self.agents[a].interrupted;
+        match self.agents[a].gov.begin_iteration(interrupt) {
+            TurnStep::Exit => self.end_turn(a),
+            TurnStep::Call { tools } => {
+                let script = self.script(a);
+                let ag = &mut self.agents[a];
+                // The grace call has no tools, and a finished script ends in text.
+                let (plan, step_idx) = if !tools || ag.step >= script.len() {
+                    (Plan::Answer, None)
+                } else {
+                    let step = &script[ag.step];
+                    let plan = if let Some(d) = &step.delegate {
+                        Plan::Delegate {
+                            agent: d.get_ref().clone(),
+                            tasks: step.tasks,
+                        }
+                    } else if step.answer.is_some() {
+                        Plan::Answer
+                    } else if !step.choose.is_empty() {
+                        let total: f64 = step.choose.iter().map(|c| c.weight).sum();
+                        let mut x = ag.rng.random::<f64>() * total;
+                        let pick = step.choose.iter().find(|c| {
+                            x -= c.weight;
+                            x < 0.0
+                        });
+                        let pick = pick.unwrap_or(step.choose.last().expect("validated"));
+                        if pick.answer.is_some() {
+                            Plan::Answer
+                        } else {
+                            Plan::Calls(pick.calls.clone())
+                        }
+                    } else {
+                        Plan::Calls(step.calls.clone())
+                    };
+                    (plan, Some(ag.step))
+                };
+                let model = &self.sc.file.models[ag.spec.model.get_ref()];
+                let step = step_idx.map(|i| &script[i]);
+                let lat_dist: &Dist = step
+                    .and_then(|s| s.latency_s.as_ref())
+                    .unwrap_or(&model.latency_s)
+                    .get_ref();
+                let out_dist: &Dist = step
+                    .and_then(|s| s.output_tokens.as_ref())
+                    .unwrap_or(&model.output_tokens)
+                    .get_ref();
+                let mut latency = Duration::from_secs_f64(lat_dist.sample(&mut ag.rng));
+                // An empty reply is retried inside the same iteration: time and tokens, no count.
+                let mut attempts = 1;
+                while attempts < 4
+                    && ag.rng.random::<f64>() < *model.empty_reply_probability.get_ref()
+                {
+                    latency += Duration::from_secs_f64(lat_dist.sample(&mut ag.rng));
+                    attempts += 1;
+                }
+                let output = out_dist.sample(&mut ag.rng).round() as u64;
+                let input = ag.context * attempts;
+                let cache = (ag.context as f64 * model.cache_read_share.get_ref()).round() as u64
+                    * attempts;
+                if step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
+                    self.loop_began = Some(self.sched.now().0);
+                }
+                let ag = &mut self.agents[a];
+                ag.calls += 1;
+                ag.context += output;
+                ag.plan = Some(plan);
+                ag.plan_step = step_idx;
+                let u = Usage {
+                    model_calls: 1,
+                    input_tokens: input,
+                    cache_read_tokens: cache,
+                    output_tokens: output,
+                    model_latency_us: latency.0,
+                    cost_micro_usd: cost_micro_usd(&model.price, input, cache, output),
+                    ..Usage::default()
+                };
+                let call = ag.calls;
+                let used = ag.gov.budget().used();
+                self.account(a, &u);
+                let mut e = self.event(a, "model_call");
+                e.call = Some(call);
+                e.input_tokens = Some(input);
+                e.cache_read_tokens = Some(cache);
+                e.output_tokens = Some(output);
+                e.latency_us = Some(latency.0);
+                e.budget_used = Some(used);
+                self.trace.line(&e);
+                self.sched.at(self.sched.now() + latency, Ev::ModelDone(a));
+            }
+        }
+    }
+
+    fn model_done(&mut self, a: AgentId) {
+        let plan = self.agents[a].plan.clone().expect("a plan");
+        match plan {
+            Plan::Answer => {
+                self.agents[a].gov.text_reply(FinishReason::Stop);
+                self.end_turn(a);
+            }
+            Plan::Calls(_) | Plan::Delegate { .. } => {
+                let ag = &mut self.agents[a];
+                ag.call_index = 0;
+                ag.round_tools.clear();
+                ag.round_flagged = false;
+                self.next_call(a);
+            }
+        }
+    }
+
+    /// Starts the next call of the round, or ends the round.
+    fn next_call(&mut self, a: AgentId) {
+        let plan = self.agents[a].plan.clone().expect("a plan");
+        let calls: Vec<CallSpec> = match &plan {
+            Plan::Calls(c) => c.clone(),
+            Plan::Delegate { .. } => vec![],
+            Plan::Answer => unreachable!(),
+        };
+        let idx = self.agents[a].call_index;
+        if let Plan::Delegate { agent, tasks } = &plan {
+            if idx == 0 {
+                self.delegate(a, agent, *tasks);
+            } else {
+                self.end_round(a);
+            }
+            return;
+        }
+        if idx >= calls.len() {
+            return self.end_round(a);
+        }
+        let c = &calls[idx];
+        let tool = c.tool.get_ref().clone();
+        let rep = self.agents[a].rep;
+        let args = toml_args(&c.args, c.distinct.then_some(rep));
+        self.agents[a].round_tools.push(tool.clone());
+        let d = self.agents[a].guard.before_call(&tool, &args);
+        if !d.action.allows_execution() {
+            self.record_decision(a, &tool, d.action, d.code, d.count);
+            // A refused call is not run; its synthetic result is short.
+            self.agents[a].context += 60;
+            self.agents[a].call_index += 1;
+            return self.next_call(a);
+        }
+        let spec = &self.sc.file.tools[&tool];
+        let rng = self.tool_rng.get_mut(&tool).expect("tool stream");
+        let mut dur = Duration::from_secs_f64(spec.latency_s.get_ref().sample(rng));
+        let failed = c
+            .fail
+            .unwrap_or_else(|| rng.random::<f64>() < *spec.fail_probability.get_ref());
+        let tokens = spec.result_tokens.get_ref().sample(rng).round() as u64;
+        let mut timed_out = false;
+        if let Some(to) = &spec.timeout_s {
+            let to = Duration::from_secs_f64(*to.get_ref());
+            if dur > to {
+                dur = to;
+                timed_out = true;
+            }
+        }
+        if spec.approval {
+            let name = self
+                .sc
+                .file
+                .approval_model
+                .as_ref()
+                .expect("validated")
+                .get_ref();
+            let m = &self.sc.file.models[name];
+            let lat = Duration::from_secs_f64(m.latency_s.get_ref().sample(&mut self.approval_rng));
+            let out = m
+                .output_tokens
+                .get_ref()
+                .sample(&mut self.approval_rng)
+                .round() as u64;
+            let cache = (m.input_tokens as f64 * m.cache_read_share.get_ref()).round() as u64;
+            let u = Usage {
+                approval_calls: 1,
+                approval_input_tokens: m.input_tokens,
+                approval_output_tokens: out,
+                approval_latency_us: lat.0,
+                cost_micro_usd: cost_micro_usd(&m.price, m.input_tokens, cache, out),
+                ..Usage::default()
+            };
+            self.account(a, &u);
+            let mut e = self.event(a, "approval_call");
+            e.tool = Some(tool.clone());
+            e.latency_us = Some(lat.0);
+            e.output_tokens = Some(out);
+            self.trace.line(&e);
+            dur += lat;
+        }
+        self.counter += 1;
+        let result = if timed_out {
+            format!(
+                "{{\"error\": \"timed out after {:.0} s\"}}",
+                dur.as_secs_f64()
+            )
+        } else if failed {
+            spec.fail_result.clone()
+        } else {
+            self.render(&spec.result, a, rep, dur)
+        };
+        let ag = &mut self.agents[a];
+        ag.context += tokens;
+        ag.call_started = self.sched.now();
+        let failed = failed || timed_out;
+        ag.pending = Some(PendingCall {
+            tool,
+            args,
+            result,
+            failed,
+            dur,
+        });
+        self.sched.at(self.sched.now() + dur, Ev::CallDone(a));
+    }
+}
+
+impl World<'_> {
+    /// Fills a result template's volatile fields.
+    fn render(&self, template: &str, a: AgentId, rep: u32, dur: Duration) -> String {
+        if !template.contains('{') {
+            return template.to_string();
+        }
+        let ag = &self.agents[a];
+        template
+            .replace("{elapsed_s}", &format!("{:.3}", dur.as_secs_f64()))
+            .replace("{counter}", &self.counter.to_string())
+            .replace(
+                "{timestamp}",
+                &format!("{:.3}", self.sched.now().0 as f64 / 1e6),
+            )
+            .replace(
+                "{id}",
+                &format!(
+                    "{:016x}",
+                    Hash::of(format!("{}:{}", ag.name, self.counter).as_bytes()).0[0..8]
+                        .iter()
+                        .fold(0u64, |x, b| x << 8 | *b as u64)
+                ),
+            )
+            .replace("{n}", &rep.to_string())
+    }
+
+    fn record_decision(
+        &mut self,
+        a: AgentId,
+        tool: &str,
+        action: Action,
+        code: DecisionCode,
+        count: u32,
+    ) {
+        let ag = &mut self.agents[a];
+        if action == Action::Warn {
+            ag.warnings += 1;
+            ag.round_flagged = true;
+            if ag.first_warning.is_none() {
+                ag.first_warning = Some((ag.calls, self.sched.now().0));
+            }
+        }
+        if action.halts() && ag.stop.is_none() {
+            ag.stop = Some(Stop {
+                call: ag.calls,
+                t_us: self.sched.now().0,
+                code: code.as_str().into(),
+            });
+        }
+        let mut e = self.event(a, "decision");
+        e.tool = Some(tool.into());
+        e.action = Some(action.as_str());
+        e.code = Some(code.as_str());
+        e.count = Some(count);
+        self.trace.line(&e);
+    }
+
+    fn call_done(&mut self, a: AgentId) {
+        if !matches!(self.agents[a].status, Status::Running | Status::Waiting) {
+            return;
+        }
+        let Some(p) = self.agents[a].pending.take() else {
+            return;
+        };
+        self.agents[a].status = Status::Running;
+        let elapsed = self.sched.now().since(self.agents[a].call_started);
+        let u = Usage {
+            tool_time_us: elapsed.0,
+            ..Usage::default()
+        };
+        self.account(a, &u);
+        let ag = &mut self.agents[a];
+        let facts = CallFacts::new(
+            &p.tool,
+            &p.args,
+            Some(p.result.as_bytes()),
+            ag.guard.rules(),
+        );
+        let d = ag.guard.after_call_facts(&facts, p.failed);
+        let obs = ag.guard.observe_call(&facts, p.failed);
+        let mut e = self.event(a, "tool_call");
+        e.call = Some(self.agents[a].calls);
+        e.tool = Some(p.tool.clone());
+        e.args_hash = Some(facts.signature.args_hash.hex());
+        e.result_hash = Some(facts.result_hash().hex());
+        e.failed = Some(p.failed);
+        e.latency_us = Some(p.dur.0);
+        self.trace.line(&e);
+        if d.action != Action::Allow {
+            self.record_decision(a, &p.tool, d.action, d.code, d.count);
+        }
+        if let Some(kind) = obs.kind {
+            let ag = &mut self.agents[a];
+            ag.notices += 1;
+            ag.round_flagged = true;
+            if ag.first_warning.is_none() {
+                ag.first_warning = Some((ag.calls, self.sched.now().0));
+            }
+            let mut e = self.event(a, "notice");
+            e.tool = Some(p.tool.clone());
+            e.detail = Some(kind.as_str().into());
+            e.count = Some(if kind == NoticeKind::IdenticalCallStreak {
+                obs.streak
+            } else {
+                obs.laps
+            });
+            self.trace.line(&e);
+        }
+        self.agents[a].call_index += 1;
+        self.next_call(a);
+    }
+
+    /// The turn halt the runtime acts on after the batch.
+    fn turn_halt(&self, a: AgentId) -> Option<DecisionCode> {
+        let ag = &self.agents[a];
+        let h = ag.guard.halt_decision()?;
+        if h.code == DecisionCode::IdenticalCycleHalt && !ag.guard.rules().cycle_halt_ends_turn {
+            return None;
+        }
+        Some(h.code)
+    }
+
+    fn end_round(&mut self, a: AgentId) {
+        let halt = self.turn_halt(a);
+        if let Some(code) = halt {
+            let ag = &mut self.agents[a];
+            if ag.stop.is_none() {
+                ag.stop = Some(Stop {
+                    call: ag.calls,
+                    t_us: self.sched.now().0,
+                    code: code.as_str().into(),
+                });
+            }
+        }
+        self.advance_script(a);
+        let ag = &mut self.agents[a];
+        let tools = std::mem::take(&mut ag.round_tools);
+        let before = ag.gov.budget().used();
+        let go_on = ag
+            .gov
+            .tool_round(tools.iter().map(String::as_str), halt.is_some());
+        if ag.gov.budget().used() < before {
+            let used = ag.gov.budget().used();
+            let mut e = self.event(a, "budget_refund");
+            e.budget_used = Some(used);
+            self.trace.line(&e);
+        }
+        if go_on {
+            self.sched.at(self.sched.now(), Ev::Wake(a));
+        } else {
+            self.end_turn(a);
+        }
+    }
+
+    /// Moves the script on after a model call, unless the step repeats.
+    fn advance_script(&mut self, a: AgentId) {
+        let script = self.script(a);
+        let children_done = self.background_done(a);
+        let ag = &mut self.agents[a];
+        let Some(i) = ag.plan_step else { return };
+        let step = &script[i];
+        ag.rep += 1;
+        let model = &self.sc.file.models[ag.spec.model.get_ref()];
+        let heeded = ag.round_flagged && ag.rng.random::<f64>() < *model.heed_probability.get_ref();
+        let done = heeded
+            || match step.until {
+                None => ag.rep >= step.times,
+                Some(Until::Stopped) => false,
+                Some(Until::ChildrenDone) => children_done,
+            };
+        if done {
+            ag.step += 1;
+            ag.rep = 0;
+        }
+    }
+
+    /// Whether every background batch this agent started has finished.
+    fn background_done(&self, a: AgentId) -> bool {
+        self.batches.iter().filter(|b| b.background).all(|b| {
+            b.children
+                .first()
+                .is_none_or(|c| self.agents[*c].parent != Some(a))
+                || b.children.iter().all(|c| self.finished(*c))
+        })
+    }
+
+    fn finished(&self, a: AgentId) -> bool {
+        matches!(
+            self.agents[a].status,
+            Status::Done | Status::TimedOut | Status::Interrupted
+        )
+    }
+
+    fn delegate(&mut self, a: AgentId, child_spec: &str, tasks: u32) {
+        let goals: Vec<serde_json::Value> = (0..tasks)
+            .map(|i| serde_json::json!({ "goal": format!("{child_spec} task {}", i + 1) }))
+            .collect();
+        let args = json::parse(serde_json::json!({ "tasks": goals }).to_string().as_bytes())
+            .expect("json");
+        self.agents[a].round_tools.push("delegate_task".into());
+        self.agents[a].call_index = 1;
+        let d = self.agents[a].guard.before_call("delegate_task", &args);
+        if !d.action.allows_execution() {
+            self.record_decision(a, "delegate_task", d.action, d.code, d.count);
+            self.agents[a].context += 60;
+            return self.next_call(a);
+        }
+        let running_bg = self
+            .batches
+            .iter()
+            .filter(|b| b.background && !b.children.iter().all(|c| self.finished(*c)))
+            .count() as u32;
+        let ag = &self.agents[a];
+        let admission = ag.cfg.delegation.admit(ag.depth, tasks, running_bg);
+        let (n, background) = match admission {
+            Admission::Rejected(why) => {
+                let result = format!("{{\"error\": \"delegation refused: {why:?}\"}}");
+                self.agents[a].pending = Some(PendingCall {
+                    tool: "delegate_task".into(),
+                    args,
+                    result,
+                    failed: true,
+                    dur: Duration::ZERO,
+                });
+                self.agents[a].call_started = self.sched.now();
+                self.sched.at(self.sched.now(), Ev::CallDone(a));
+                return;
+            }
+            Admission::Synchronous { children } => (children, false),
+            Admission::Background { children } => (children, true),
+        };
+        let n = self.agents[a].guard_spawn(n);
+        let b = self.batches.len();
+        let depth = self.agents[a].depth + 1;
+        let timeout = self.agents[a].cfg.delegation.child_timeout_us;
+        let mut children = Vec::new();
+        for _ in 0..n {
+            let name = format!("{child_spec}#{}", self.agents.len());
+            let c = self.spawn_agent(name, child_spec, depth, Some(a));
+            self.agents[c].interrupted = self.agents[a].interrupted;
+            children.push(c);
+        }
+        self.batches.push(Batch {
+            children: children.clone(),
+            background,
+            delivered: false,
+        });
+        let mut e = self.event(a, "spawn");
+        e.children = Some(n);
+        e.detail = Some(
+            if background {
+                "background"
+            } else {
+                "synchronous"
+            }
+            .into(),
+        );
+        self.trace.line(&e);
+        for &c in &children {
+            self.start_turn(c, false);
+            if let Some(t) = timeout {
+                self.sched
+                    .at(self.sched.now() + Duration(t), Ev::ChildTimeout(c));
+            }
+        }
+        let ag = &mut self.agents[a];
+        ag.call_started = self.sched.now();
+        if background {
+            let result =
+                format!("{{\"status\": \"dispatched\", \"mode\": \"background\", \"count\": {n}}}");
+            ag.pending = Some(PendingCall {
+                tool: "delegate_task".into(),
+                args,
+                result,
+                failed: false,
+                dur: Duration::ZERO,
+            });
+            ag.pending_results.push(b);
+            self.sched.at(self.sched.now(), Ev::CallDone(a));
+        } else {
+            ag.pending = Some(PendingCall {
+                tool: "delegate_task".into(),
+                args,
+                result: String::new(),
+                failed: false,
+                dur: Duration::ZERO,
+            });
+            ag.status = Status::Waiting;
+            ag.waiting_batch = Some(b);
+            if n == 0 {
+                self.batch_finished(b);
+            }
+        }
+    }
+
+    fn child_timeout(&mut self, c: AgentId) {
+        if self.finished(c) {
+            return;
+        }
+        let ag = &mut self.agents[c];
+        ag.status = Status::TimedOut;
+        ag.exit_reasons.push("timeout".into());
+        let e = self.event(c, "child_timeout");
+        self.trace.line(&e);
+        self.child_finished(c);
+    }
+
+    fn child_finished(&mut self, c: AgentId) {
+        let mut e = self.event(c, "child_done");
+        e.call = Some(self.agents[c].calls);
+        e.detail = Some(format!("{:?}", self.agents[c].status).to_lowercase());
+        self.trace.line(&e);
+        if let Some(b) = self.batches.iter().position(|b| b.children.contains(&c))
+            && self.batches[b].children.iter().all(|x| self.finished(*x))
+        {
+            self.batch_finished(b);
+        }
+    }
+
+    fn batch_finished(&mut self, b: usize) {
+        let Some(&first) = self.batches[b].children.first() else {
+            // An empty synchronous batch: find its waiting parent.
+            if let Some(p) = self.agents.iter().position(|x| x.waiting_batch == Some(b)) {
+                self.finish_wait(p, b);
+            }
+            return;
+        };
+        let p = self.agents[first].parent.expect("children have parents");
+        if self.batches[b].background {
+            self.sched.at(self.sched.now(), Ev::BatchDone(p, b));
+        } else {
+            self.finish_wait(p, b);
+        }
+    }
+
+    fn finish_wait(&mut self, p: AgentId, b: usize) {
+        let n = self.batches[b].children.len();
+        let statuses: Vec<String> = self.batches[b]
+            .children
+            .iter()
+            .map(|c| format!("\"{:?}\"", self.agents[*c].status).to_lowercase())
+            .collect();
+        let ag = &mut self.agents[p];
+        ag.waiting_batch = None;
+        if let Some(pc) = &mut ag.pending {
+            pc.result = format!("{{\"results\": [{}], \"count\": {n}}}", statuses.join(", "));
+        }
+        ag.context += 300 * n as u64;
+        self.sched.at(self.sched.now(), Ev::CallDone(p));
+    }
+
+    /// A background batch's result: a new turn if the parent is idle, else after its turn.
+    fn deliver(&mut self, p: AgentId, b: usize) {
+        if self.batches[b].delivered || self.agents[p].interrupted {
+            return;
+        }
+        if self.agents[p].status == Status::Idle || self.agents[p].status == Status::Done {
+            self.batches[b].delivered = true;
+            self.agents[p].pending_results.retain(|x| *x != b);
+            let mut e = self.event(p, "background_result");
+            e.children = Some(self.batches[b].children.len() as u32);
+            self.trace.line(&e);
+            self.agents[p].context += 300 * self.batches[b].children.len() as u64;
+            self.start_turn(p, true);
+        }
+        // Otherwise end_turn delivers it.
+    }
+
+    fn end_turn(&mut self, a: AgentId) {
+        let fin = self.agents[a].gov.finish();
+        if fin.summary_call {
+            let ag = &mut self.agents[a];
+            let model = &self.sc.file.models[ag.spec.model.get_ref()];
+            let lat = Duration::from_secs_f64(model.latency_s.get_ref().sample(&mut ag.rng));
+            let out = model.output_tokens.get_ref().sample(&mut ag.rng).round() as u64;
+            let input = ag.context;
+            let cache = (input as f64 * model.cache_read_share.get_ref()).round() as u64;
+            ag.summary_calls += 1;
+            ag.context += out;
+            let u = Usage {
+                model_calls: 1,
+                input_tokens: input,
+                cache_read_tokens: cache,
+                output_tokens: out,
+                model_latency_us: lat.0,
+                cost_micro_usd: cost_micro_usd(&model.price, input, cache, out),
+                ..Usage::default()
+            };
+            self.account(a, &u);
+            let mut e = self.event(a, "summary_call");
+            e.input_tokens = Some(input);
+            e.output_tokens = Some(out);
+            e.latency_us = Some(lat.0);
+            self.trace.line(&e);
+        }
+        let reason = fin.exit_reason.to_string();
+        let mut e = self.event(a, "turn_end");
+        e.call = Some(self.agents[a].calls);
+        e.budget_used = Some(fin.budget_used);
+        e.detail = Some(reason.clone());
+        self.trace.line(&e);
+        let ag = &mut self.agents[a];
+        ag.exit_reasons.push(reason);
+        let interrupted = matches!(
+            fin.exit_reason,
+            ExitReason::InterruptedByUser | ExitReason::InterruptedDuringApiCall
+        );
+        if ag.parent.is_some() {
+            ag.status = if interrupted {
+                Status::Interrupted
+            } else {
+                Status::Done
+            };
+            self.child_finished(a);
+            return;
+        }
+        if interrupted {
+            ag.status = Status::Interrupted;
+            return;
+        }
+        // A finished background batch waiting for this turn to end opens the next one.
+        let pending = ag.pending_results.clone();
+        let ready = pending
+            .into_iter()
+            .find(|b| self.batches[*b].children.iter().all(|c| self.finished(*c)));
+        let ag = &mut self.agents[a];
+        if let Some(b) = ready {
+            ag.status = Status::Idle;
+            self.deliver(a, b);
+        } else if ag.pending_results.is_empty() {
+            ag.status = Status::Done;
+        } else {
+            ag.status = Status::Idle;
+        }
+    }
+
+    fn finish(mut self) -> Result<RunSummary, RunError> {
+        let agents: Vec<AgentSummary> = self
+            .agents
+            .iter()
+            .map(|ag| AgentSummary {
+                name: ag.name.clone(),
+                status: ag.status,
+                turns: ag.turns,
+                exit_reasons: ag.exit_reasons.clone(),
+                budget_used: ag.gov.budget().used(),
+                budget_max: ag.gov.budget().max_total(),
+                warnings: ag.warnings,
+                notices: ag.notices,
+                first_warning_call: ag.first_warning.map(|w| w.0),
+                first_warning_us: ag.first_warning.map(|w| w.1),
+                stop: ag.stop.clone(),
+                summary_calls: ag.summary_calls,
+                usage: ag.usage.clone(),
+                window: self.window.map(|_| ag.window.clone()),
+                after_loop_began: self.loop_began.map(|_| ag.after_loop.clone()),
+            })
+            .collect();
+        let mut summary = RunSummary {
+            scenario: self.sc.file.name.clone(),
+            seed: self.seed,
+            profile: self.cfg.profile.to_string(),
+            platform: self.cfg.platform.clone(),
+            duration_us: self.sched.now().0,
+            parent_exit_reason: self.agents[0]
+                .exit_reasons
+                .last()
+                .cloned()
+                .unwrap_or_else(|| "unknown".into()),
+            agents,
+            total: self.total.clone(),
+            loop_began_us: self.loop_began,
+            events: self.sched.events_handled(),
+            trace_hash: String::new(),
+        };
+        let above = self.trace.hash_so_far();
+        self.trace
+            .line(&serde_json::json!({ "kind": "end", "summary": &summary, "hash_above": above }));
+        summary.trace_hash = self.trace.finish()?;
+        Ok(summary)
+    }
+}
+
+impl Agent<'_> {
+    /// Charges admitted subagents against the per-turn cap.
+    fn guard_spawn(&mut self, n: u32) -> u32 {
+        use loopsim_engine::GuardrailEngine;
+        if self.guard.rules().loop_caps {
+            self.guard.spawn_subagents(n)
+        } else {
+            n
+        }
+    }
+}
