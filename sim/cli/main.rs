@@ -4,11 +4,16 @@ use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::guard::GuardSession;
 use loopsim_engine::profile::ProfileName;
+use loopsim_report::output::{AtomicFile, write_atomic};
+use loopsim_world::scenario::Scenario;
+use loopsim_world::scheduler::Order;
+use loopsim_world::sim::{RunOptions, RunSummary, run};
+use loopsim_world::trace::{self, SharedBuf, TraceWriter};
 
 /// Deterministic simulation and benchmarking of LLM agent-loop governance.
 #[derive(Parser)]
@@ -32,10 +37,375 @@ enum Command {
         #[arg(long)]
         platform: Option<String>,
     },
+    /// Run a scenario: print a summary, write summary.json and trace.jsonl.
+    Run {
+        /// The scenario file (scenarios/*.toml).
+        scenario: PathBuf,
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// The run seed (default: the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Where to write (default: reports/<scenario name>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Order of same-time events: fifo, or a seeded shuffle.
+        #[arg(long, value_enum, default_value_t = Schedule::Fifo)]
+        schedule: Schedule,
+        /// Run twice and require byte-identical traces.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Print the summary as JSON instead of text.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Re-run a trace's scenario and seed: prove it byte-identical, or (with --profile,
+    /// --config or --platform) show what another engine would have done.
+    Replay {
+        trace: PathBuf,
+        #[command(flatten)]
+        engine: EngineArgs,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// List the scenarios, one line each.
+    List {
+        #[arg(default_value = "scenarios")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(clap::Args, Clone, Default)]
+struct EngineArgs {
+    /// Engine profile (default: the scenario's): article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main.
+    #[arg(long)]
+    profile: Option<ProfileName>,
+    /// A Hermes config.yaml used instead of the scenario's [config].
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The platform (default: the scenario's).
+    #[arg(long)]
+    platform: Option<String>,
+}
+
+impl EngineArgs {
+    fn is_set(&self) -> bool {
+        self.profile.is_some() || self.config.is_some() || self.platform.is_some()
+    }
+
+    fn options(&self) -> Result<RunOptions> {
+        let config_yaml = match &self.config {
+            None => None,
+            Some(p) => Some((
+                p.display().to_string(),
+                std::fs::read_to_string(p)
+                    .with_context(|| format!("{}: cannot read the config file", p.display()))?,
+            )),
+        };
+        Ok(RunOptions {
+            profile: self.profile,
+            config_yaml,
+            platform: self.platform.clone(),
+            ..RunOptions::default()
+        })
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Schedule {
+    Fifo,
+    Shuffle,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 /// Exit code for bad input or usage.
 const BAD_INPUT: u8 = 2;
+/// Exit code for a failed expectation or check.
+const FAILED: u8 = 1;
+
+/// Bad input (exit 2) versus a failed check (exit 1).
+#[derive(Debug)]
+struct CheckFailed(String);
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckFailed {}
+
+fn load_scenario(path: &std::path::Path) -> Result<Scenario> {
+    Ok(Scenario::load(path)?)
+}
+
+/// Runs once, keeping the trace in memory.
+fn run_to_memory(sc: &Scenario, opts: &RunOptions) -> Result<(RunSummary, Vec<u8>)> {
+    let buf = SharedBuf::default();
+    let summary = run(sc, opts, TraceWriter::to_writer(Box::new(buf.clone())))?;
+    Ok((summary, buf.bytes()))
+}
+
+fn rerun_command(path: &std::path::Path, seed: u64, engine: &EngineArgs) -> String {
+    let mut cmd = format!("loopsim run {} --seed {seed}", path.display());
+    if let Some(p) = engine.profile {
+        cmd += &format!(" --profile {p}");
+    }
+    if let Some(c) = &engine.config {
+        cmd += &format!(" --config {}", c.display());
+    }
+    if let Some(p) = &engine.platform {
+        cmd += &format!(" --platform {p}");
+    }
+    cmd
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_cmd(
+    path: &std::path::Path,
+    engine: &EngineArgs,
+    seed: Option<u64>,
+    out: Option<&PathBuf>,
+    schedule: Schedule,
+    check: bool,
+    format: Format,
+) -> Result<()> {
+    let sc = load_scenario(path)?;
+    let mut opts = engine.options()?;
+    opts.seed = seed;
+    opts.order = match schedule {
+        Schedule::Fifo => Order::Fifo,
+        Schedule::Shuffle => Order::Shuffle,
+    };
+    let dir = out
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("reports").join(&sc.file.name));
+    let trace_path = dir.join("trace.jsonl");
+    let file = AtomicFile::create(&trace_path)
+        .with_context(|| format!("{}: cannot write", trace_path.display()))?;
+    let summary = run(
+        &sc,
+        &opts,
+        TraceWriter::to_writer(Box::new(file_writer(file))),
+    )?;
+    commit_pending()?;
+    if check {
+        let (again, _) = run_to_memory(&sc, &opts)?;
+        if again.trace_hash != summary.trace_hash {
+            return Err(CheckFailed(format!(
+                "not deterministic: trace {} then {}",
+                summary.trace_hash, again.trace_hash
+            ))
+            .into());
+        }
+        eprintln!(
+            "determinism: two runs gave the same trace {}",
+            summary.trace_hash
+        );
+    }
+    // Expectations hold for the scenario as written; an overridden engine is a what-if.
+    let verdicts = if engine.is_set() {
+        vec![]
+    } else {
+        loopsim_world::expect::check(&sc.file.expect, &summary)
+    };
+    let json = serde_json::to_vec_pretty(
+        &serde_json::json!({ "summary": &summary, "expectations": &verdicts }),
+    )?;
+    write_atomic(&dir.join("summary.json"), &json)
+        .with_context(|| format!("{}: cannot write", dir.display()))?;
+    let rerun = rerun_command(path, summary.seed, engine);
+    match format {
+        Format::Json => println!("{}", String::from_utf8_lossy(&json)),
+        Format::Text => {
+            print!(
+                "{}",
+                loopsim_report::summary::render(&summary, &verdicts, &rerun)
+            );
+            println!(
+                "wrote {} and {}",
+                dir.join("summary.json").display(),
+                trace_path.display()
+            );
+        }
+    }
+    if let Some(v) = verdicts.iter().find(|v| !v.pass) {
+        return Err(CheckFailed(format!(
+            "expectation {} failed: expected {}, got {} (rerun: {rerun})",
+            v.key, v.expected, v.actual
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+thread_local! {
+    static PENDING: std::cell::RefCell<Option<std::sync::Arc<std::sync::Mutex<Option<AtomicFile>>>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A trace file shared with the simulator, committed after the run succeeds.
+struct PendingFile(std::sync::Arc<std::sync::Mutex<Option<AtomicFile>>>);
+
+impl Write for PendingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .expect("trace file")
+            .as_mut()
+            .expect("open")
+            .write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .expect("trace file")
+            .as_mut()
+            .expect("open")
+            .flush()
+    }
+}
+
+fn file_writer(f: AtomicFile) -> PendingFile {
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
+    PENDING.with(|p| *p.borrow_mut() = Some(shared.clone()));
+    PendingFile(shared)
+}
+
+fn commit_pending() -> Result<()> {
+    if let Some(shared) = PENDING.with(|p| p.borrow_mut().take())
+        && let Some(f) = shared.lock().expect("trace file").take()
+    {
+        f.commit()?;
+    }
+    Ok(())
+}
+
+fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Result<()> {
+    let recorded = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read the trace", path.display()))?;
+    let shown = path.display().to_string();
+    let h = trace::read_header(&recorded, &shown)?;
+    let sc = load_scenario(std::path::Path::new(&h.scenario_path))
+        .with_context(|| format!("{shown}: the trace's scenario"))?;
+    if sc.content_hash.hex() != h.scenario_hash {
+        bail!(
+            "{shown}:1: scenario_hash: {} has changed since the trace was recorded",
+            h.scenario_path
+        );
+    }
+    let order = if h.schedule == "shuffle" {
+        Order::Shuffle
+    } else {
+        Order::Fifo
+    };
+    let base = RunOptions {
+        seed: Some(h.seed),
+        profile: Some(h.profile.parse()?),
+        platform: h.platform.clone(),
+        order,
+        config_yaml: None,
+    };
+    if !engine.is_set() {
+        let (_, bytes) = run_to_memory(&sc, &base)?;
+        return match trace::first_difference(&recorded, &bytes) {
+            None => {
+                println!(
+                    "identical: {} lines re-executed byte for byte ({} seed {})",
+                    bytes.iter().filter(|&&b| b == b'\n').count(),
+                    h.scenario,
+                    h.seed
+                );
+                Ok(())
+            }
+            Some((line, old, new)) => Err(CheckFailed(format!(
+                "traces differ at line {line}\n  recorded: {old}\n  replayed: {new}"
+            ))
+            .into()),
+        };
+    }
+    let (before, _) = run_to_memory(&sc, &base)?;
+    let mut what_if = engine.options()?;
+    what_if.seed = Some(h.seed);
+    what_if.order = order;
+    what_if.profile = what_if.profile.or(base.profile);
+    what_if.platform = what_if.platform.or(base.platform.clone());
+    let (after, after_trace) = run_to_memory(&sc, &what_if)?;
+    // The headers differ by construction (the engine); compare the events.
+    let body = |t: &[u8]| {
+        t.iter()
+            .position(|&b| b == b'\n')
+            .map_or(Vec::new(), |i| t[i + 1..].to_vec())
+    };
+    let diverged = trace::first_difference(&body(&recorded), &body(&after_trace)).map(|d| d.0 + 1);
+    if format == Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "recorded": &before, "counterfactual": &after, "first_divergent_line": diverged })
+            )?
+        );
+        return Ok(());
+    }
+    let row = |name: &str, s: &RunSummary| {
+        let p = &s.agents[0];
+        format!(
+            "| {name} | {} {} | {} | {} | {} | ${:.2} | {:.1} min | {} | {} |",
+            s.profile,
+            s.platform.as_deref().unwrap_or("-"),
+            s.total.model_calls,
+            s.total.input_tokens,
+            s.total.output_tokens,
+            s.total.cost_usd(),
+            s.duration_us as f64 / 60e6,
+            p.first_warning_call
+                .map_or("-".into(), |c| format!("call {c}")),
+            p.stop
+                .as_ref()
+                .map_or("-".into(), |st| format!("call {} ({})", st.call, st.code)),
+        )
+    };
+    println!(
+        "| run | engine | calls | input tokens | output tokens | cost | duration | first warning | stop |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("{}", row("recorded", &before));
+    println!("{}", row("counterfactual", &after));
+    println!(
+        "saved: {} calls, {} input tokens, ${:.2}, {:.1} min; first divergence at trace line {}",
+        before.total.model_calls as i64 - after.total.model_calls as i64,
+        before.total.input_tokens as i64 - after.total.input_tokens as i64,
+        before.total.cost_usd() - after.total.cost_usd(),
+        (before.duration_us as f64 - after.duration_us as f64) / 60e6,
+        diverged.map_or("none".into(), |l| l.to_string())
+    );
+    Ok(())
+}
+
+fn list_cmd(dir: &std::path::Path) -> Result<()> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot read the scenario folder", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        let sc = load_scenario(&p)?;
+        let first = sc.file.description.trim().lines().next().unwrap_or("");
+        println!(
+            "{:<40} {:<8} {:<16} {}",
+            sc.file.name,
+            sc.file.label.to_string(),
+            sc.profile.to_string(),
+            first
+        );
+    }
+    Ok(())
+}
 
 fn load_config(
     profile: ProfileName,
@@ -94,9 +464,36 @@ fn main() -> ExitCode {
             config,
             platform,
         } => guard(*profile, config.as_ref(), platform.as_deref()),
+        Command::Run {
+            scenario,
+            engine,
+            seed,
+            out,
+            schedule,
+            check_determinism,
+            format,
+        } => run_cmd(
+            scenario,
+            engine,
+            *seed,
+            out.as_ref(),
+            *schedule,
+            *check_determinism,
+            *format,
+        ),
+        Command::Replay {
+            trace,
+            engine,
+            format,
+        } => replay_cmd(trace, engine, *format),
+        Command::List { dir } => list_cmd(dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<CheckFailed>().is_some() => {
+            eprintln!("loopsim: {e:#}");
+            ExitCode::from(FAILED)
+        }
         Err(e) => {
             eprintln!("loopsim: error: {e:#}");
             ExitCode::from(BAD_INPUT)

@@ -1,1 +1,7 @@
-//! loopsim report (see its issue).
+//! # loopsim-report
+//!
+//! What loopsim writes: the run summary a person reads and output files written atomically.
+//! (Cost reports, plots and sweeps come with their issue.)
+
+pub mod output;
+pub mod summary;

@@ -5,6 +5,7 @@
 //! are being built on these.)
 
 pub mod clock;
+pub mod expect;
 pub mod model;
 pub mod rng;
 pub mod scenario;

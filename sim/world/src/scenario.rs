@@ -207,6 +207,10 @@ pub struct Step {
     pub calls: Vec<CallSpec>,
     /// Final text: the turn ends.
     pub answer: Option<String>,
+    /// The preflight finds the local model's runtime context too small: the call is given
+    /// back and the turn fails.
+    #[serde(default)]
+    pub context_too_small: bool,
     /// Delegate this many tasks to children running the named agent's script.
     pub delegate: Option<Spanned<String>>,
     #[serde(default = "one")]
@@ -278,6 +282,9 @@ pub struct Expect {
     pub parent_calls_max: Option<u64>,
     /// Total dollars at most.
     pub max_cost_usd: Option<f64>,
+    /// How many children were started, and how many hit the child timeout.
+    pub spawned_children: Option<u64>,
+    pub timed_out_children: Option<u64>,
 }
 
 /// The file as written.
@@ -595,12 +602,13 @@ impl Scenario {
             step.answer.is_some(),
             step.delegate.is_some(),
             !step.choose.is_empty(),
+            step.context_too_small,
         ];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return l.err(
                 near,
                 key,
-                "a step needs exactly one of calls, answer, delegate, choose",
+                "a step needs exactly one of calls, answer, delegate, choose, context_too_small",
             );
         }
         if step.times == 0 {

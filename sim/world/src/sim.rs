@@ -125,8 +125,13 @@ enum Ev {
 #[derive(Clone, Debug)]
 enum Plan {
     Answer,
+    /// The local runtime's context window is too small: the call is refunded and the turn fails.
+    ContextTooSmall,
     Calls(Vec<CallSpec>),
-    Delegate { agent: String, tasks: u32 },
+    Delegate {
+        agent: String,
+        tasks: u32,
+    },
 }
 
 struct Batch {
@@ -209,8 +214,8 @@ struct World<'s> {
     window: Option<(u64, u64)>,
     loop_began: Option<u64>,
     horizon: Instant,
-    interrupt_pending: bool,
     counter: u64,
+    last_activity: Instant,
 }
 
 fn toml_args(args: &toml::Table, n: Option<u32>) -> Value {
@@ -267,8 +272,8 @@ impl<'s> World<'s> {
             loop_began: None,
             horizon: Instant::START
                 + Duration::from_secs_f64(sc.file.report.horizon_s.unwrap_or(86_400.0)),
-            interrupt_pending: false,
             counter: 0,
+            last_activity: Instant::START,
             cfg,
         };
         let header = Header {
@@ -420,6 +425,9 @@ impl<'s> World<'s> {
             if t > self.horizon {
                 break;
             }
+            if !matches!(ev, Ev::Interrupt) {
+                self.last_activity = t;
+            }
             match ev {
                 Ev::Wake(a) => self.wake(a),
                 Ev::ModelDone(a) => self.model_done(a),
@@ -432,9 +440,17 @@ impl<'s> World<'s> {
     }
 
     fn interrupt(&mut self) {
+        if self
+            .agents
+            .iter()
+            .all(|a| !matches!(a.status, Status::Running | Status::Waiting))
+        {
+            // Nothing is running: the user's stop comes after the work ended.
+            return;
+        }
+        self.last_activity = self.sched.now();
         let e = self.event(0, "interrupt");
         self.trace.line(&e);
-        self.interrupt_pending = true;
         for a in 0..self.agents.len() {
             self.agents[a].interrupted = true;
         }
@@ -474,7 +490,9 @@ impl<'s> World<'s> {
                     (Plan::Answer, None)
                 } else {
                     let step = &script[ag.step];
-                    let plan = if let Some(d) = &step.delegate {
+                    let plan = if step.context_too_small {
+                        Plan::ContextTooSmall
+                    } else if let Some(d) = &step.delegate {
                         Plan::Delegate {
                             agent: d.get_ref().clone(),
                             tasks: step.tasks,
@@ -499,6 +517,16 @@ impl<'s> World<'s> {
                     };
                     (plan, Some(ag.step))
                 };
+                if matches!(plan, Plan::ContextTooSmall) {
+                    // The preflight gate fails before any request is sent.
+                    ag.gov.runtime_context_too_small();
+                    let used = ag.gov.budget().used();
+                    let mut e = self.event(a, "budget_refund");
+                    e.budget_used = Some(used);
+                    e.detail = Some("runtime context too small".into());
+                    self.trace.line(&e);
+                    return self.end_turn(a);
+                }
                 let model = &self.sc.file.models[ag.spec.model.get_ref()];
                 let step = step_idx.map(|i| &script[i]);
                 let lat_dist: &Dist = step
@@ -562,6 +590,7 @@ impl<'s> World<'s> {
                 self.agents[a].gov.text_reply(FinishReason::Stop);
                 self.end_turn(a);
             }
+            Plan::ContextTooSmall => unreachable!("handled before the call"),
             Plan::Calls(_) | Plan::Delegate { .. } => {
                 let ag = &mut self.agents[a];
                 ag.call_index = 0;
@@ -578,7 +607,7 @@ impl<'s> World<'s> {
         let calls: Vec<CallSpec> = match &plan {
             Plan::Calls(c) => c.clone(),
             Plan::Delegate { .. } => vec![],
-            Plan::Answer => unreachable!(),
+            Plan::Answer | Plan::ContextTooSmall => unreachable!("no tool round"),
         };
         let idx = self.agents[a].call_index;
         if let Plan::Delegate { agent, tasks } = &plan {
@@ -1141,7 +1170,7 @@ impl World<'_> {
             seed: self.seed,
             profile: self.cfg.profile.to_string(),
             platform: self.cfg.platform.clone(),
-            duration_us: self.sched.now().0,
+            duration_us: self.last_activity.0,
             parent_exit_reason: self.agents[0]
                 .exit_reasons
                 .last()

@@ -128,3 +128,73 @@ impl TraceWriter {
         Ok(self.hash_so_far())
     }
 }
+
+/// An in-memory trace destination that can be read back after the run.
+#[derive(Clone, Default)]
+pub struct SharedBuf(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl SharedBuf {
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.lock().expect("trace buffer").clone()
+    }
+}
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("trace buffer").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A trace file that cannot be replayed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct TraceError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Reads and checks a trace's header line.
+pub fn read_header(bytes: &[u8], file: &str) -> Result<Header, TraceError> {
+    let err = |message: String| TraceError {
+        file: file.to_string(),
+        line: 1,
+        message,
+    };
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let h: Header = serde_json::from_slice(first)
+        .map_err(|e| err(format!("not a loopsim trace header: {e}")))?;
+    if h.format != FORMAT {
+        return Err(err(format!(
+            "format is `{}`, expected `{FORMAT}`",
+            h.format
+        )));
+    }
+    if h.version != VERSION {
+        return Err(err(format!(
+            "trace format version {} is not supported (this loopsim reads {VERSION})",
+            h.version
+        )));
+    }
+    Ok(h)
+}
+
+/// The first line where two traces differ: (1-based line, recorded, new).
+pub fn first_difference(recorded: &[u8], new: &[u8]) -> Option<(usize, String, String)> {
+    let a: Vec<&[u8]> = recorded.split(|&b| b == b'\n').collect();
+    let b: Vec<&[u8]> = new.split(|&b| b == b'\n').collect();
+    (0..a.len().max(b.len()))
+        .find(|&i| a.get(i) != b.get(i))
+        .map(|i| {
+            let show = |l: Option<&&[u8]>| {
+                l.map_or("<end of trace>".to_string(), |l| {
+                    String::from_utf8_lossy(l).into_owned()
+                })
+            };
+            (i + 1, show(a.get(i)), show(b.get(i)))
+        })
+}

@@ -1,0 +1,124 @@
+//! The run summary a person reads on stdout.
+
+use std::fmt::Write as _;
+
+use loopsim_world::expect::Verdict;
+use loopsim_world::model::Usage;
+use loopsim_world::sim::RunSummary;
+
+fn mins(us: u64) -> String {
+    format!("{:.1} min", us as f64 / 60e6)
+}
+
+fn usage_row(name: &str, u: &Usage) -> String {
+    format!(
+        "| {name} | {} | {} | {} | {} | {:.1} s | {} | ${:.2} |",
+        u.model_calls,
+        u.input_tokens,
+        u.cache_read_tokens,
+        u.output_tokens,
+        u.model_latency_us as f64 / 1e6,
+        u.approval_calls,
+        u.cost_usd()
+    )
+}
+
+/// A Markdown-ish text summary: outcome, per-agent usage, guardrail events, expectations.
+pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "scenario {} | profile {} | platform {} | seed {}",
+        s.scenario,
+        s.profile,
+        s.platform.as_deref().unwrap_or("-"),
+        s.seed
+    );
+    let _ = writeln!(
+        o,
+        "parent exit: {} after {} (virtual)",
+        s.parent_exit_reason,
+        mins(s.duration_us)
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "| agent | calls | input tokens | cache reads | output tokens | model latency | approvals | cost |"
+    );
+    let _ = writeln!(o, "| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let children: Vec<_> = s.agents.iter().skip(1).collect();
+    let _ = writeln!(o, "{}", usage_row("parent", &s.agents[0].usage));
+    if !children.is_empty() {
+        let mut u = Usage::default();
+        for c in &children {
+            u.add(&c.usage);
+        }
+        let _ = writeln!(
+            o,
+            "{}",
+            usage_row(&format!("{} children", children.len()), &u)
+        );
+    }
+    let _ = writeln!(o, "{}", usage_row("total", &s.total));
+    if let Some(w) = &s.agents[0].window {
+        let _ = writeln!(o, "{}", usage_row("parent, report window", w));
+    }
+    if let Some(w) = &s.agents[0].after_loop_began {
+        let _ = writeln!(o, "{}", usage_row("parent, after the loop began", w));
+    }
+    let _ = writeln!(o);
+    for a in &s.agents {
+        let warn = match (a.first_warning_call, a.first_warning_us) {
+            (Some(c), Some(t)) => format!("first warning at call {c} ({})", mins(t)),
+            _ => "no warning".into(),
+        };
+        let stop = a.stop.as_ref().map_or("no stop".into(), |st| {
+            format!(
+                "stopped at call {} ({}) by {}",
+                st.call,
+                mins(st.t_us),
+                st.code
+            )
+        });
+        if a.name == "parent" || a.stop.is_some() || a.warnings + a.notices > 0 {
+            let _ = writeln!(
+                o,
+                "{}: {} warnings, {} notices; {warn}; {stop}; budget {}/{}; exits {}",
+                a.name,
+                a.warnings,
+                a.notices,
+                a.budget_used,
+                if a.budget_max >= loopsim_engine::budget::UNLIMITED {
+                    "unlimited".to_string()
+                } else {
+                    a.budget_max.to_string()
+                },
+                a.exit_reasons.join(", ")
+            );
+        }
+    }
+    if s.agents.len() > 1 {
+        let budgets: Vec<String> = s
+            .agents
+            .iter()
+            .map(|a| format!("{} {}", a.name, a.budget_used))
+            .collect();
+        let _ = writeln!(o, "budget used at the end: {}", budgets.join(", "));
+    }
+    if !verdicts.is_empty() {
+        let _ = writeln!(o);
+        for v in verdicts {
+            let _ = writeln!(
+                o,
+                "expect {}: {} (expected {}, got {})",
+                v.key,
+                if v.pass { "pass" } else { "FAIL" },
+                v.expected,
+                v.actual
+            );
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "trace {} | rerun: {rerun}", s.trace_hash);
+    o
+}
