@@ -395,7 +395,13 @@ fn list_cmd(dir: &std::path::Path) -> Result<()> {
     paths.sort();
     for p in paths {
         let sc = load_scenario(&p)?;
-        let first = sc.file.description.trim().lines().next().unwrap_or("");
+        let text = sc
+            .file
+            .description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let first = text.split_inclusive(". ").next().unwrap_or("").trim_end();
         println!(
             "{:<40} {:<8} {:<16} {}",
             sc.file.name,

@@ -46,11 +46,28 @@ impl fmt::Display for Label {
 
 /// A non-negative random quantity: a number, or `{ uniform = [a, b] }`,
 /// `{ normal = [mean, sd] }` (clamped at 0) or `{ lognormal = [median, sigma] }`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Dist {
     Fixed(f64),
     Spec(DistSpec),
+}
+
+impl<'de> Deserialize<'de> for Dist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match toml::Value::deserialize(d)? {
+            toml::Value::Integer(i) => Ok(Dist::Fixed(i as f64)),
+            toml::Value::Float(f) => Ok(Dist::Fixed(f)),
+            toml::Value::Table(t) => t
+                .try_into()
+                .map(Dist::Spec)
+                .map_err(|e| D::Error::custom(e.message().trim())),
+            other => Err(D::Error::custom(format!(
+                "expected a number or {{ uniform | normal | lognormal = [a, b] }}, found a {}",
+                other.type_str()
+            ))),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -395,12 +412,23 @@ impl Scenario {
         let parsed: ScenarioFile = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let msg = e.message().trim().to_string();
+            // The key: named in the message, else the `key =` on the offending line.
+            let line_text = text[..span.start.min(text.len())]
+                .rsplit('\n')
+                .next()
+                .unwrap_or("");
             let key = msg
                 .split('`')
                 .nth(1)
                 .filter(|_| msg.starts_with("unknown field") || msg.starts_with("missing field"))
-                .unwrap_or("toml")
-                .to_string();
+                .map(str::to_string)
+                .or_else(|| {
+                    line_text
+                        .split_once('=')
+                        .map(|(k, _)| k.trim().trim_start_matches('{').trim().to_string())
+                })
+                .filter(|k| !k.is_empty())
+                .unwrap_or_else(|| "toml".into());
             ScenarioError {
                 file: file.to_string(),
                 line: lines.line_of(span),

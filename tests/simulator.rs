@@ -1,0 +1,461 @@
+//! The simulator end to end: every scenario meets its expectations and replays byte for byte,
+//! runs are deterministic within and across processes, the incident's figures are reproduced,
+//! the fix stops the loop where Hermes would, and bad scenario files get clear errors.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use loopsim_engine::profile::ProfileName;
+use loopsim_world::expect;
+use loopsim_world::scenario::Scenario;
+use loopsim_world::scheduler::Order;
+use loopsim_world::sim::{RunOptions, RunSummary, Status, run};
+use loopsim_world::trace::{SharedBuf, TraceWriter};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load(&root().join("scenarios").join(format!("{name}.toml"))).unwrap()
+}
+
+fn run_mem(sc: &Scenario, opts: &RunOptions) -> (RunSummary, Vec<u8>) {
+    let buf = SharedBuf::default();
+    let s = run(sc, opts, TraceWriter::to_writer(Box::new(buf.clone()))).unwrap();
+    (s, buf.bytes())
+}
+
+fn all_scenarios() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn loopsim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_scenario_meets_its_expectations_and_is_deterministic() {
+    let paths = all_scenarios();
+    assert!(paths.len() >= 15, "the suite needs at least 15 scenarios");
+    let mut healthy = 0;
+    for p in paths {
+        let sc = Scenario::load(&p).unwrap();
+        let (s1, t1) = run_mem(&sc, &RunOptions::default());
+        let (s2, t2) = run_mem(&sc, &RunOptions::default());
+        assert_eq!(t1, t2, "{}: same seed, different trace", p.display());
+        assert_eq!(s1, s2);
+        let verdicts = expect::check(&sc.file.expect, &s1);
+        assert!(
+            !verdicts.is_empty(),
+            "{}: a scenario must expect something",
+            p.display()
+        );
+        for v in &verdicts {
+            assert!(
+                v.pass,
+                "{}: expectation {} failed: expected {}, got {}",
+                p.display(),
+                v.key,
+                v.expected,
+                v.actual
+            );
+        }
+        if sc.file.label == loopsim_world::scenario::Label::Healthy {
+            healthy += 1;
+            assert!(
+                s1.agents.iter().all(|a| a.stop.is_none()),
+                "{}: a healthy run was stopped",
+                p.display()
+            );
+        }
+        // Shuffling same-time events is seeded too.
+        let shuffled = RunOptions {
+            order: Order::Shuffle,
+            ..RunOptions::default()
+        };
+        assert_eq!(
+            run_mem(&sc, &shuffled).1,
+            run_mem(&sc, &shuffled).1,
+            "{}",
+            p.display()
+        );
+    }
+    assert!(healthy >= 3, "healthy workloads that must not be stopped");
+}
+
+#[test]
+fn traces_replay_byte_for_byte_across_processes() {
+    let out = std::env::temp_dir().join(format!("loopsim-replay-{}", std::process::id()));
+    for p in all_scenarios() {
+        let rel = p
+            .strip_prefix(root())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let dir = out.join(p.file_stem().unwrap());
+        let o = loopsim(&[
+            "run",
+            &rel,
+            "--out",
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{rel}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let trace = dir.join("trace.jsonl");
+        let o = loopsim(&["replay", trace.to_str().unwrap()]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{rel}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with("identical:"));
+    }
+    // A second process writes the same bytes.
+    let a = out.join("again");
+    let o = loopsim(&[
+        "run",
+        "scenarios/two-call-cycle.toml",
+        "--out",
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read(a.join("trace.jsonl")).unwrap(),
+        std::fs::read(out.join("two-call-cycle/trace.jsonl")).unwrap()
+    );
+
+    // A tampered trace is caught at its line.
+    let trace = out.join("web-search-flood/trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[5] = lines[5].replace("\"t_us\":", "\"t_us\":1");
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let o = loopsim(&["replay", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("traces differ at line 6"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::remove_dir_all(out).unwrap();
+}
+
+fn within(got: f64, want: f64, what: &str) {
+    let off = (got - want) / want;
+    assert!(
+        off.abs() <= 0.05,
+        "{what}: {got} is {:+.1}% from {want}",
+        off * 100.0
+    );
+}
+
+#[test]
+fn the_incident_is_reproduced_within_five_percent() {
+    let sc = scenario("execute-code-spin-wait");
+    let (s, _) = run_mem(&sc, &RunOptions::default());
+    assert_eq!(s.profile, "hermes-v0.21.5");
+    assert_eq!(
+        s.parent_exit_reason, "interrupted_by_user",
+        "only the user's stop ends it"
+    );
+    let p = &s.agents[0];
+    assert!(
+        p.stop.is_none() && p.notices == 0 && p.warnings == 0,
+        "nothing fires under v0.21.5"
+    );
+    let w = p.window.as_ref().unwrap();
+    within(w.model_calls as f64, 190.0, "window calls");
+    within(w.input_tokens as f64, 31_365_131.0, "window input tokens");
+    within(
+        w.cache_read_tokens as f64,
+        31_272_448.0,
+        "window cache reads",
+    );
+    within(w.output_tokens as f64, 25_896.0, "window output tokens");
+    within(
+        w.model_latency_us as f64 / 1e6,
+        1_869.8,
+        "window model latency",
+    );
+    within(w.approval_calls as f64, 193.0, "window approval calls");
+    within(p.usage.model_calls as f64, 267.0, "session calls");
+    within(
+        p.usage.cache_read_tokens as f64,
+        40_377_600.0,
+        "session cache reads",
+    );
+    within(
+        p.usage.output_tokens as f64,
+        73_059.0,
+        "session output tokens",
+    );
+    within(s.duration_us as f64 / 60e6, 84.0, "session minutes");
+}
+
+#[test]
+fn the_fix_notices_at_the_third_call_and_hard_stops_at_the_fifth_unattended() {
+    let sc = scenario("execute-code-spin-wait");
+    let (base, _) = run_mem(&sc, &RunOptions::default());
+    // The spin's first call comes after 46 working calls and the delegation.
+    let first_spin = 48;
+    for (platform, stop) in [("cli", false), ("telegram", true), ("cron", true)] {
+        let opts = RunOptions {
+            profile: Some(ProfileName::HermesMain),
+            platform: Some(platform.into()),
+            ..RunOptions::default()
+        };
+        let (s, _) = run_mem(&sc, &opts);
+        let p = &s.agents[0];
+        assert_eq!(
+            p.first_warning_call,
+            Some(first_spin + 2),
+            "{platform}: notice at the 3rd identical call"
+        );
+        match (stop, &p.stop) {
+            (true, Some(st)) => {
+                assert_eq!(
+                    (st.call, st.code.as_str()),
+                    (first_spin + 4, "identical_call_streak_halt"),
+                    "{platform}"
+                );
+                assert_eq!(p.exit_reasons[0], "guardrail_halt");
+                assert!(
+                    s.total.cost_usd() < base.total.cost_usd() / 2.0,
+                    "{platform}: the stop saves most of the money"
+                );
+            }
+            (false, None) => assert_eq!(
+                s.parent_exit_reason, "interrupted_by_user",
+                "attended: notices only"
+            ),
+            (want, got) => panic!("{platform}: stop expected {want}, got {got:?}"),
+        }
+    }
+}
+
+#[test]
+fn shared_budgets_starve_the_parent_and_independent_ones_do_not() {
+    let (shared, _) = run_mem(
+        &scenario("budget-starvation-shared"),
+        &RunOptions::default(),
+    );
+    let (indep, _) = run_mem(
+        &scenario("budget-starvation-independent"),
+        &RunOptions::default(),
+    );
+    let child_calls = |s: &RunSummary| -> Vec<u64> {
+        s.agents[1..].iter().map(|a| a.usage.model_calls).collect()
+    };
+    assert_eq!(child_calls(&indep), [30, 25, 20]);
+    assert_eq!(child_calls(&shared), [30, 25, 20]);
+    // Shared: the parent's 90 is spent by everyone; it gets 7 of its 15 synthesis calls.
+    assert_eq!(shared.agents[0].budget_used, 90);
+    assert_eq!(shared.agents[0].usage.model_calls, 16);
+    // Independent: every budget is its own and the tree exceeds 90.
+    assert_eq!(
+        indep
+            .agents
+            .iter()
+            .map(|a| a.budget_used)
+            .collect::<Vec<_>>(),
+        [24, 30, 25, 20]
+    );
+    assert_eq!(indep.total.model_calls, 99);
+    assert!(indep.total.model_calls > 90);
+}
+
+fn bad(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("loopsim-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    let o = loopsim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{name}: bad input exits 2");
+    assert!(
+        !dir.join("out/summary.json").exists(),
+        "{name}: no report for bad input"
+    );
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains(&format!("{}:", path.display())),
+        "{name}: names the file: {err}"
+    );
+    err
+}
+
+const GOOD: &str = r#"name = "t"
+description = "d"
+provenance = "test"
+profile = "hermes-main"
+
+[models.m]
+latency_s = 1.0
+output_tokens = 10
+
+[tools.read_file]
+latency_s = 0.5
+
+[agents.parent]
+model = "m"
+script = [{ calls = [{ tool = "read_file" }] }, { answer = "x" }]
+"#;
+
+#[test]
+fn a_good_minimal_scenario_runs() {
+    let dir = std::env::temp_dir().join(format!("loopsim-good-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("good.toml");
+    std::fs::write(&path, GOOD).unwrap();
+    let o = loopsim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(dir.join("out/summary.json").exists() && dir.join("out/trace.jsonl").exists());
+}
+
+#[test]
+fn bad_scenarios_name_file_line_and_key() {
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "syntax",
+            GOOD.replace("latency_s = 1.0", "latency_s = = 1.0"),
+            ":7: latency_s:",
+        ),
+        (
+            "unknown-key",
+            GOOD.replace("output_tokens = 10", "output_tokens = 10\ncolour = 3"),
+            ":9: colour: unknown field `colour`",
+        ),
+        (
+            "wrong-type",
+            GOOD.replace("latency_s = 0.5", "latency_s = \"slow\""),
+            ":11: latency_s: expected a number or { uniform | normal | lognormal = [a, b] }, found a string",
+        ),
+        (
+            "negative-latency",
+            GOOD.replace("latency_s = 0.5", "latency_s = -0.5"),
+            ":11: tools.read_file.latency_s: -0.5 is not a non-negative number",
+        ),
+        (
+            "bad-uniform",
+            GOOD.replace("latency_s = 0.5", "latency_s = { uniform = [3, 1] }"),
+            ":11: tools.read_file.latency_s: uniform [3, 1] needs 0 <= a <= b",
+        ),
+        (
+            "missing-child",
+            GOOD.replace("{ answer = \"x\" }", "{ delegate = \"helper\" }"),
+            ":15: agents.parent.script[1].delegate: no child agent named `helper`",
+        ),
+        (
+            "unknown-tool",
+            GOOD.replace("tool = \"read_file\"", "tool = \"fly\""),
+            ":15: agents.parent.script[0].calls[0].tool: no tool named `fly`",
+        ),
+        (
+            "unknown-model",
+            GOOD.replace("model = \"m\"", "model = \"gpt\""),
+            ":14: agents.parent.model: no model named `gpt`",
+        ),
+        (
+            "unknown-profile",
+            GOOD.replace("hermes-main", "hermes-9"),
+            ":4: profile: unknown profile `hermes-9`",
+        ),
+        (
+            "probability",
+            GOOD.replace(
+                "output_tokens = 10",
+                "output_tokens = 10\nheed_probability = 1.5",
+            ),
+            ":9: models.m.heed_probability: 1.5 is not a probability",
+        ),
+        (
+            "no-parent",
+            GOOD.replace("[agents.parent]", "[agents.boss]"),
+            ": agents: a scenario needs an agent named `parent`",
+        ),
+        (
+            "two-kinds",
+            GOOD.replace(
+                "{ answer = \"x\" }",
+                "{ answer = \"x\", delegate = \"parent\" }",
+            ),
+            "agents.parent.script[1]: a step needs exactly one of",
+        ),
+        (
+            "missing-field",
+            GOOD.replace("provenance = \"test\"\n", ""),
+            ": provenance: missing field `provenance`",
+        ),
+        (
+            "bad-config",
+            GOOD.replace(
+                "[models.m]",
+                "[config.agent]\nmax_turns = \"lots\"\n\n[models.m]",
+            )
+            .replace("hermes-main", "hermes-0.19.0"),
+            "config.agent.max_turns",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let err = bad(name, &text);
+        assert!(err.contains(want), "{name}: expected `{want}` in: {err}");
+    }
+    let missing = loopsim(&["run", "scenarios/does-not-exist.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read"));
+}
+
+#[test]
+fn list_prints_one_line_per_scenario() {
+    let o = loopsim(&["list"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), all_scenarios().len());
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("execute-code-spin-wait") && l.contains("hermes-v0.21.5"))
+    );
+}
+
+#[test]
+fn children_and_timeouts_are_reported() {
+    let (s, _) = run_mem(&scenario("child-timeout"), &RunOptions::default());
+    assert_eq!(s.agents[1].status, Status::TimedOut);
+    assert!(
+        s.agents[1].usage.model_calls < 40,
+        "cut off before its 40 searches"
+    );
+}
