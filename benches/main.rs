@@ -4,7 +4,8 @@
 //! 2. `engine/v0_19_before_after` vs Hermes 0.19.0's Python controller in-process
 //!    (`benches/python_controller.py`, target: at least 20x faster);
 //! 3. `process/loopsim_guard_0_19` vs `tests/conformance/hermes_driver.py` on the same
-//!    200,000-line stream (target: at least 10x faster).
+//!    200,000-line stream (target: at least 10x faster);
+//! 4. `sim/incident_run`: the whole 84-minute incident scenario (target: under 1 ms).
 //!
 //! `cargo bench --bench loopsim` (add `-- --quick` for a fast run). Python:
 //! `$LOOPSIM_PYTHON`, else `target/hermes-venv/bin/python`; without it the Python sides print
@@ -20,6 +21,8 @@ mod engine;
 mod process;
 #[path = "suite/seq.rs"]
 mod seq;
+#[path = "suite/sim.rs"]
+mod sim;
 #[path = "suite/support.rs"]
 mod support;
 
@@ -35,6 +38,7 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     engine::benches(&mut c, &seq);
     process::benches(&mut c, &ctx);
+    sim::benches(&mut c);
     c.final_summary();
     if ctx.measuring {
         summary(&ctx, &seq);
@@ -155,6 +159,25 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence) {
                 ));
             }
             Err(e) => println!("python process: skipped: {e}"),
+        }
+    }
+
+    if let Some((median, _)) = per_iter_ns(sim::INCIDENT) {
+        let events = sim::incident_events(&sim::incident());
+        rows.push(format!(
+            "| whole incident scenario run (parent + 10 children, {events} events, no trace) | {:.3} ms | 1 ms | {:.2}x of budget | < 1 ms |",
+            median / 1e6,
+            median / 1e6
+        ));
+        notes.push(format!(
+            "simulator: {:.1} M events per second",
+            events as f64 / (median / 1e9) / 1e6
+        ));
+        if let Some((traced, _)) = per_iter_ns(sim::INCIDENT_TRACED) {
+            notes.push(format!(
+                "incident run with its trace serialised and hashed: {:.3} ms",
+                traced / 1e6
+            ));
         }
     }
 

@@ -13,7 +13,7 @@ use loopsim_engine::budget::IterationBudget;
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::delegation::{Admission, ChildBudget};
 use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, NoticeKind};
-use loopsim_engine::hash::Hash;
+use loopsim_engine::hash::{Hash, Signature};
 use loopsim_engine::json::{self, Value};
 use loopsim_engine::turn::{ExitReason, FinishReason, Step as TurnStep, TurnGovernor};
 use rand::RngExt;
@@ -122,14 +122,14 @@ enum Ev {
 }
 
 /// What the model decided at its last call.
-#[derive(Clone, Debug)]
-enum Plan {
+#[derive(Clone, Copy, Debug)]
+enum Plan<'s> {
     Answer,
     /// The local runtime's context window is too small: the call is refunded and the turn fails.
     ContextTooSmall,
-    Calls(Vec<CallSpec>),
+    Calls(&'s [CallSpec]),
     Delegate {
-        agent: String,
+        agent: &'s str,
         tasks: u32,
     },
 }
@@ -155,10 +155,10 @@ struct Agent<'s> {
     rep: u32,
     context: u64,
     status: Status,
-    plan: Option<Plan>,
+    plan: Option<Plan<'s>>,
     plan_step: Option<usize>,
     call_index: usize,
-    round_tools: Vec<String>,
+    round_tools: Vec<&'s str>,
     round_flagged: bool,
     call_started: Instant,
     waiting_batch: Option<usize>,
@@ -175,14 +175,14 @@ struct Agent<'s> {
     window: Usage,
     after_loop: Usage,
     interrupted: bool,
-    pending: Option<PendingCall>,
+    pending: Option<PendingCall<'s>>,
 }
 
 /// A tool call in flight.
 #[derive(Clone, Debug)]
-struct PendingCall {
-    tool: String,
-    args: Value,
+struct PendingCall<'s> {
+    tool: &'s str,
+    signature: Signature,
     result: String,
     failed: bool,
     dur: Duration,
@@ -216,14 +216,39 @@ struct World<'s> {
     horizon: Instant,
     counter: u64,
     last_activity: Instant,
+    /// Parsed arguments per call spec (the specs live as long as the scenario).
+    args_cache: rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
 }
 
-fn toml_args(args: &toml::Table, n: Option<u32>) -> Value {
-    let mut v = serde_json::to_value(args).unwrap_or(serde_json::Value::Null);
-    if let (Some(n), serde_json::Value::Object(m)) = (n, &mut v) {
-        m.insert("n".into(), serde_json::Value::from(n));
-    }
+/// A scenario's TOML arguments as the JSON value a model would send.
+fn toml_args(args: &toml::Table) -> Value {
+    let v = serde_json::to_value(args).unwrap_or(serde_json::Value::Null);
     json::parse(v.to_string().as_bytes()).unwrap_or(Value::Object(vec![]))
+}
+
+/// The arguments and signature of one call: parsed and hashed once per call spec; distinct
+/// repetitions add `n` and are hashed again.
+fn call_args(
+    cache: &mut rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
+    c: &CallSpec,
+    rep: u32,
+) -> (Value, Signature) {
+    let tool = c.tool.get_ref();
+    let (base, sig) = cache.entry(c as *const CallSpec).or_insert_with(|| {
+        let v = toml_args(&c.args);
+        let sig = Signature::new(tool, &v);
+        (v, sig)
+    });
+    if !c.distinct {
+        return (base.clone(), sig.clone());
+    }
+    let mut v = base.clone();
+    if let Value::Object(pairs) = &mut v {
+        pairs.retain(|(k, _)| k.as_slice() != b"n");
+        pairs.push((b"n".to_vec(), Value::Int(rep.to_string().into())));
+    }
+    let sig = Signature::new(tool, &v);
+    (v, sig)
 }
 
 impl<'s> World<'s> {
@@ -274,6 +299,7 @@ impl<'s> World<'s> {
                 + Duration::from_secs_f64(sc.file.report.horizon_s.unwrap_or(86_400.0)),
             counter: 0,
             last_activity: Instant::START,
+            args_cache: rustc_hash::FxHashMap::default(),
             cfg,
         };
         let header = Header {
@@ -405,8 +431,10 @@ impl<'s> World<'s> {
         ag.rep = 0;
         ag.status = Status::Running;
         ag.turns += 1;
-        let e = self.event(a, "turn_start");
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let e = self.event(a, "turn_start");
+            self.trace.line(&e);
+        }
         self.sched.at(self.sched.now(), Ev::Wake(a));
     }
 
@@ -449,8 +477,10 @@ impl<'s> World<'s> {
             return;
         }
         self.last_activity = self.sched.now();
-        let e = self.event(0, "interrupt");
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let e = self.event(0, "interrupt");
+            self.trace.line(&e);
+        }
         for a in 0..self.agents.len() {
             self.agents[a].interrupted = true;
         }
@@ -494,7 +524,7 @@ impl<'s> World<'s> {
                         Plan::ContextTooSmall
                     } else if let Some(d) = &step.delegate {
                         Plan::Delegate {
-                            agent: d.get_ref().clone(),
+                            agent: d.get_ref(),
                             tasks: step.tasks,
                         }
                     } else if step.answer.is_some() {
@@ -510,10 +540,10 @@ impl<'s> World<'s> {
                         if pick.answer.is_some() {
                             Plan::Answer
                         } else {
-                            Plan::Calls(pick.calls.clone())
+                            Plan::Calls(&pick.calls)
                         }
                     } else {
-                        Plan::Calls(step.calls.clone())
+                        Plan::Calls(&step.calls)
                     };
                     (plan, Some(ag.step))
                 };
@@ -521,10 +551,12 @@ impl<'s> World<'s> {
                     // The preflight gate fails before any request is sent.
                     ag.gov.runtime_context_too_small();
                     let used = ag.gov.budget().used();
-                    let mut e = self.event(a, "budget_refund");
-                    e.budget_used = Some(used);
-                    e.detail = Some("runtime context too small".into());
-                    self.trace.line(&e);
+                    if self.trace.enabled() {
+                        let mut e = self.event(a, "budget_refund");
+                        e.budget_used = Some(used);
+                        e.detail = Some("runtime context too small".into());
+                        self.trace.line(&e);
+                    }
                     return self.end_turn(a);
                 }
                 let model = &self.sc.file.models[ag.spec.model.get_ref()];
@@ -570,21 +602,23 @@ impl<'s> World<'s> {
                 let call = ag.calls;
                 let used = ag.gov.budget().used();
                 self.account(a, &u);
-                let mut e = self.event(a, "model_call");
-                e.call = Some(call);
-                e.input_tokens = Some(input);
-                e.cache_read_tokens = Some(cache);
-                e.output_tokens = Some(output);
-                e.latency_us = Some(latency.0);
-                e.budget_used = Some(used);
-                self.trace.line(&e);
+                if self.trace.enabled() {
+                    let mut e = self.event(a, "model_call");
+                    e.call = Some(call);
+                    e.input_tokens = Some(input);
+                    e.cache_read_tokens = Some(cache);
+                    e.output_tokens = Some(output);
+                    e.latency_us = Some(latency.0);
+                    e.budget_used = Some(used);
+                    self.trace.line(&e);
+                }
                 self.sched.at(self.sched.now() + latency, Ev::ModelDone(a));
             }
         }
     }
 
     fn model_done(&mut self, a: AgentId) {
-        let plan = self.agents[a].plan.clone().expect("a plan");
+        let plan = self.agents[a].plan.expect("a plan");
         match plan {
             Plan::Answer => {
                 self.agents[a].gov.text_reply(FinishReason::Stop);
@@ -603,16 +637,16 @@ impl<'s> World<'s> {
 
     /// Starts the next call of the round, or ends the round.
     fn next_call(&mut self, a: AgentId) {
-        let plan = self.agents[a].plan.clone().expect("a plan");
-        let calls: Vec<CallSpec> = match &plan {
-            Plan::Calls(c) => c.clone(),
-            Plan::Delegate { .. } => vec![],
+        let plan = self.agents[a].plan.expect("a plan");
+        let calls: &[CallSpec] = match plan {
+            Plan::Calls(c) => c,
+            Plan::Delegate { .. } => &[],
             Plan::Answer | Plan::ContextTooSmall => unreachable!("no tool round"),
         };
         let idx = self.agents[a].call_index;
-        if let Plan::Delegate { agent, tasks } = &plan {
+        if let Plan::Delegate { agent, tasks } = plan {
             if idx == 0 {
-                self.delegate(a, agent, *tasks);
+                self.delegate(a, agent, tasks);
             } else {
                 self.end_round(a);
             }
@@ -622,20 +656,20 @@ impl<'s> World<'s> {
             return self.end_round(a);
         }
         let c = &calls[idx];
-        let tool = c.tool.get_ref().clone();
+        let tool: &'s str = c.tool.get_ref();
         let rep = self.agents[a].rep;
-        let args = toml_args(&c.args, c.distinct.then_some(rep));
-        self.agents[a].round_tools.push(tool.clone());
-        let d = self.agents[a].guard.before_call(&tool, &args);
+        let (args, signature) = call_args(&mut self.args_cache, c, rep);
+        self.agents[a].round_tools.push(tool);
+        let d = self.agents[a].guard.before_call_signed(signature, &args);
         if !d.action.allows_execution() {
-            self.record_decision(a, &tool, d.action, d.code, d.count);
+            self.record_decision(a, tool, d.action, d.code, d.count);
             // A refused call is not run; its synthetic result is short.
             self.agents[a].context += 60;
             self.agents[a].call_index += 1;
             return self.next_call(a);
         }
-        let spec = &self.sc.file.tools[&tool];
-        let rng = self.tool_rng.get_mut(&tool).expect("tool stream");
+        let spec = &self.sc.file.tools[tool];
+        let rng = self.tool_rng.get_mut(tool).expect("tool stream");
         let mut dur = Duration::from_secs_f64(spec.latency_s.get_ref().sample(rng));
         let failed = c
             .fail
@@ -674,11 +708,13 @@ impl<'s> World<'s> {
                 ..Usage::default()
             };
             self.account(a, &u);
-            let mut e = self.event(a, "approval_call");
-            e.tool = Some(tool.clone());
-            e.latency_us = Some(lat.0);
-            e.output_tokens = Some(out);
-            self.trace.line(&e);
+            if self.trace.enabled() {
+                let mut e = self.event(a, "approval_call");
+                e.tool = Some(tool.to_string());
+                e.latency_us = Some(lat.0);
+                e.output_tokens = Some(out);
+                self.trace.line(&e);
+            }
             dur += lat;
         }
         self.counter += 1;
@@ -698,7 +734,7 @@ impl<'s> World<'s> {
         let failed = failed || timed_out;
         ag.pending = Some(PendingCall {
             tool,
-            args,
+            signature: d.signature,
             result,
             failed,
             dur,
@@ -708,29 +744,37 @@ impl<'s> World<'s> {
 }
 
 impl World<'_> {
-    /// Fills a result template's volatile fields.
+    /// Fills a result template's volatile fields, in one pass.
     fn render(&self, template: &str, a: AgentId, rep: u32, dur: Duration) -> String {
-        if !template.contains('{') {
-            return template.to_string();
+        use std::fmt::Write as _;
+        let mut out = String::with_capacity(template.len() + 16);
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let tail = &rest[open..];
+            let field = ["{elapsed_s}", "{counter}", "{timestamp}", "{id}", "{n}"]
+                .into_iter()
+                .find(|f| tail.starts_with(f));
+            let _ = match field {
+                Some("{elapsed_s}") => write!(out, "{:.3}", dur.as_secs_f64()),
+                Some("{counter}") => write!(out, "{}", self.counter),
+                Some("{timestamp}") => write!(out, "{:.3}", self.sched.now().0 as f64 / 1e6),
+                Some("{id}") => {
+                    let h =
+                        Hash::of(format!("{}:{}", self.agents[a].name, self.counter).as_bytes());
+                    write!(out, "{}", &h.hex()[..16])
+                }
+                Some(_) => write!(out, "{rep}"),
+                None => {
+                    out.push('{');
+                    rest = &tail[1..];
+                    continue;
+                }
+            };
+            rest = &tail[field.map_or(1, str::len)..];
         }
-        let ag = &self.agents[a];
-        template
-            .replace("{elapsed_s}", &format!("{:.3}", dur.as_secs_f64()))
-            .replace("{counter}", &self.counter.to_string())
-            .replace(
-                "{timestamp}",
-                &format!("{:.3}", self.sched.now().0 as f64 / 1e6),
-            )
-            .replace(
-                "{id}",
-                &format!(
-                    "{:016x}",
-                    Hash::of(format!("{}:{}", ag.name, self.counter).as_bytes()).0[0..8]
-                        .iter()
-                        .fold(0u64, |x, b| x << 8 | *b as u64)
-                ),
-            )
-            .replace("{n}", &rep.to_string())
+        out.push_str(rest);
+        out
     }
 
     fn record_decision(
@@ -756,12 +800,14 @@ impl World<'_> {
                 code: code.as_str().into(),
             });
         }
-        let mut e = self.event(a, "decision");
-        e.tool = Some(tool.into());
-        e.action = Some(action.as_str());
-        e.code = Some(code.as_str());
-        e.count = Some(count);
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let mut e = self.event(a, "decision");
+            e.tool = Some(tool.into());
+            e.action = Some(action.as_str());
+            e.code = Some(code.as_str());
+            e.count = Some(count);
+            self.trace.line(&e);
+        }
     }
 
     fn call_done(&mut self, a: AgentId) {
@@ -779,24 +825,25 @@ impl World<'_> {
         };
         self.account(a, &u);
         let ag = &mut self.agents[a];
-        let facts = CallFacts::new(
-            &p.tool,
-            &p.args,
+        let facts = CallFacts::with_signature(
+            p.signature.clone(),
             Some(p.result.as_bytes()),
             ag.guard.rules(),
         );
         let d = ag.guard.after_call_facts(&facts, p.failed);
         let obs = ag.guard.observe_call(&facts, p.failed);
-        let mut e = self.event(a, "tool_call");
-        e.call = Some(self.agents[a].calls);
-        e.tool = Some(p.tool.clone());
-        e.args_hash = Some(facts.signature.args_hash.hex());
-        e.result_hash = Some(facts.result_hash().hex());
-        e.failed = Some(p.failed);
-        e.latency_us = Some(p.dur.0);
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let mut e = self.event(a, "tool_call");
+            e.call = Some(self.agents[a].calls);
+            e.tool = Some(p.tool.to_string());
+            e.args_hash = Some(facts.signature.args_hash.hex());
+            e.result_hash = Some(facts.result_hash().hex());
+            e.failed = Some(p.failed);
+            e.latency_us = Some(p.dur.0);
+            self.trace.line(&e);
+        }
         if d.action != Action::Allow {
-            self.record_decision(a, &p.tool, d.action, d.code, d.count);
+            self.record_decision(a, p.tool, d.action, d.code, d.count);
         }
         if let Some(kind) = obs.kind {
             let ag = &mut self.agents[a];
@@ -805,15 +852,17 @@ impl World<'_> {
             if ag.first_warning.is_none() {
                 ag.first_warning = Some((ag.calls, self.sched.now().0));
             }
-            let mut e = self.event(a, "notice");
-            e.tool = Some(p.tool.clone());
-            e.detail = Some(kind.as_str().into());
-            e.count = Some(if kind == NoticeKind::IdenticalCallStreak {
-                obs.streak
-            } else {
-                obs.laps
-            });
-            self.trace.line(&e);
+            if self.trace.enabled() {
+                let mut e = self.event(a, "notice");
+                e.tool = Some(p.tool.to_string());
+                e.detail = Some(kind.as_str().into());
+                e.count = Some(if kind == NoticeKind::IdenticalCallStreak {
+                    obs.streak
+                } else {
+                    obs.laps
+                });
+                self.trace.line(&e);
+            }
         }
         self.agents[a].call_index += 1;
         self.next_call(a);
@@ -845,14 +894,14 @@ impl World<'_> {
         let ag = &mut self.agents[a];
         let tools = std::mem::take(&mut ag.round_tools);
         let before = ag.gov.budget().used();
-        let go_on = ag
-            .gov
-            .tool_round(tools.iter().map(String::as_str), halt.is_some());
+        let go_on = ag.gov.tool_round(tools.iter().copied(), halt.is_some());
         if ag.gov.budget().used() < before {
             let used = ag.gov.budget().used();
-            let mut e = self.event(a, "budget_refund");
-            e.budget_used = Some(used);
-            self.trace.line(&e);
+            if self.trace.enabled() {
+                let mut e = self.event(a, "budget_refund");
+                e.budget_used = Some(used);
+                self.trace.line(&e);
+            }
         }
         if go_on {
             self.sched.at(self.sched.now(), Ev::Wake(a));
@@ -906,9 +955,10 @@ impl World<'_> {
             .collect();
         let args = json::parse(serde_json::json!({ "tasks": goals }).to_string().as_bytes())
             .expect("json");
-        self.agents[a].round_tools.push("delegate_task".into());
+        self.agents[a].round_tools.push("delegate_task");
         self.agents[a].call_index = 1;
         let d = self.agents[a].guard.before_call("delegate_task", &args);
+        let signature = d.signature.clone();
         if !d.action.allows_execution() {
             self.record_decision(a, "delegate_task", d.action, d.code, d.count);
             self.agents[a].context += 60;
@@ -925,8 +975,8 @@ impl World<'_> {
             Admission::Rejected(why) => {
                 let result = format!("{{\"error\": \"delegation refused: {why:?}\"}}");
                 self.agents[a].pending = Some(PendingCall {
-                    tool: "delegate_task".into(),
-                    args,
+                    tool: "delegate_task",
+                    signature: signature.clone(),
                     result,
                     failed: true,
                     dur: Duration::ZERO,
@@ -954,17 +1004,19 @@ impl World<'_> {
             background,
             delivered: false,
         });
-        let mut e = self.event(a, "spawn");
-        e.children = Some(n);
-        e.detail = Some(
-            if background {
-                "background"
-            } else {
-                "synchronous"
-            }
-            .into(),
-        );
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let mut e = self.event(a, "spawn");
+            e.children = Some(n);
+            e.detail = Some(
+                if background {
+                    "background"
+                } else {
+                    "synchronous"
+                }
+                .into(),
+            );
+            self.trace.line(&e);
+        }
         for &c in &children {
             self.start_turn(c, false);
             if let Some(t) = timeout {
@@ -978,8 +1030,8 @@ impl World<'_> {
             let result =
                 format!("{{\"status\": \"dispatched\", \"mode\": \"background\", \"count\": {n}}}");
             ag.pending = Some(PendingCall {
-                tool: "delegate_task".into(),
-                args,
+                tool: "delegate_task",
+                signature: signature.clone(),
                 result,
                 failed: false,
                 dur: Duration::ZERO,
@@ -988,8 +1040,8 @@ impl World<'_> {
             self.sched.at(self.sched.now(), Ev::CallDone(a));
         } else {
             ag.pending = Some(PendingCall {
-                tool: "delegate_task".into(),
-                args,
+                tool: "delegate_task",
+                signature: signature.clone(),
                 result: String::new(),
                 failed: false,
                 dur: Duration::ZERO,
@@ -1009,16 +1061,20 @@ impl World<'_> {
         let ag = &mut self.agents[c];
         ag.status = Status::TimedOut;
         ag.exit_reasons.push("timeout".into());
-        let e = self.event(c, "child_timeout");
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let e = self.event(c, "child_timeout");
+            self.trace.line(&e);
+        }
         self.child_finished(c);
     }
 
     fn child_finished(&mut self, c: AgentId) {
-        let mut e = self.event(c, "child_done");
-        e.call = Some(self.agents[c].calls);
-        e.detail = Some(format!("{:?}", self.agents[c].status).to_lowercase());
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let mut e = self.event(c, "child_done");
+            e.call = Some(self.agents[c].calls);
+            e.detail = Some(format!("{:?}", self.agents[c].status).to_lowercase());
+            self.trace.line(&e);
+        }
         if let Some(b) = self.batches.iter().position(|b| b.children.contains(&c))
             && self.batches[b].children.iter().all(|x| self.finished(*x))
         {
@@ -1066,9 +1122,11 @@ impl World<'_> {
         if self.agents[p].status == Status::Idle || self.agents[p].status == Status::Done {
             self.batches[b].delivered = true;
             self.agents[p].pending_results.retain(|x| *x != b);
-            let mut e = self.event(p, "background_result");
-            e.children = Some(self.batches[b].children.len() as u32);
-            self.trace.line(&e);
+            if self.trace.enabled() {
+                let mut e = self.event(p, "background_result");
+                e.children = Some(self.batches[b].children.len() as u32);
+                self.trace.line(&e);
+            }
             self.agents[p].context += 300 * self.batches[b].children.len() as u64;
             self.start_turn(p, true);
         }
@@ -1096,18 +1154,22 @@ impl World<'_> {
                 ..Usage::default()
             };
             self.account(a, &u);
-            let mut e = self.event(a, "summary_call");
-            e.input_tokens = Some(input);
-            e.output_tokens = Some(out);
-            e.latency_us = Some(lat.0);
-            self.trace.line(&e);
+            if self.trace.enabled() {
+                let mut e = self.event(a, "summary_call");
+                e.input_tokens = Some(input);
+                e.output_tokens = Some(out);
+                e.latency_us = Some(lat.0);
+                self.trace.line(&e);
+            }
         }
         let reason = fin.exit_reason.to_string();
-        let mut e = self.event(a, "turn_end");
-        e.call = Some(self.agents[a].calls);
-        e.budget_used = Some(fin.budget_used);
-        e.detail = Some(reason.clone());
-        self.trace.line(&e);
+        if self.trace.enabled() {
+            let mut e = self.event(a, "turn_end");
+            e.call = Some(self.agents[a].calls);
+            e.budget_used = Some(fin.budget_used);
+            e.detail = Some(reason.clone());
+            self.trace.line(&e);
+        }
         let ag = &mut self.agents[a];
         ag.exit_reasons.push(reason);
         let interrupted = matches!(

@@ -73,9 +73,24 @@ pub struct TraceWriter {
     out: Option<Box<dyn Write>>,
     lines: u64,
     error: Option<std::io::Error>,
+    enabled: bool,
 }
 
 impl TraceWriter {
+    /// No trace at all, not even its hash: the cheapest run (sweeps that keep only
+    /// summaries). The summary's `trace_hash` is empty.
+    pub fn off() -> Self {
+        TraceWriter {
+            enabled: false,
+            ..Self::hash_only()
+        }
+    }
+
+    /// Whether events are recorded (callers skip building them otherwise).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// A trace that is only hashed.
     pub fn hash_only() -> Self {
         TraceWriter {
@@ -83,6 +98,7 @@ impl TraceWriter {
             out: None,
             lines: 0,
             error: None,
+            enabled: true,
         }
     }
 
@@ -95,6 +111,9 @@ impl TraceWriter {
     }
 
     pub fn line<T: Serialize>(&mut self, value: &T) {
+        if !self.enabled {
+            return;
+        }
         let mut bytes = serde_json::to_vec(value).expect("trace values serialise");
         bytes.push(b'\n');
         self.hasher.update(&bytes);
@@ -117,8 +136,11 @@ impl TraceWriter {
         self.lines
     }
 
-    /// Flushes; reports the first write error.
+    /// Flushes; reports the first write error. Returns the trace's hash (empty when off).
     pub fn finish(mut self) -> std::io::Result<String> {
+        if !self.enabled {
+            return Ok(String::new());
+        }
         if let Some(e) = self.error.take() {
             return Err(e);
         }

@@ -9,7 +9,7 @@ pub mod config;
 mod stall;
 pub mod tools;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 
 use crate::hash::{self, Hash, ResultHashCache, ResultHashing, Signature};
@@ -294,10 +294,10 @@ impl Controller {
         Controller {
             config,
             rules,
-            exact_failures: HashMap::new(),
-            same_tool_failures: HashMap::new(),
-            progress_since_failure: HashSet::new(),
-            no_progress: HashMap::new(),
+            exact_failures: HashMap::default(),
+            same_tool_failures: HashMap::default(),
+            progress_since_failure: HashSet::default(),
+            no_progress: HashMap::default(),
             halt: None,
             stall: stall::StallState::default(),
             web_searches: 0,
