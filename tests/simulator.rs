@@ -459,3 +459,144 @@ fn children_and_timeouts_are_reported() {
         "cut off before its 40 searches"
     );
 }
+
+fn write_scenario(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loopsim-sc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_model_that_heeds_notices_moves_on_and_one_that_does_not_is_halted() {
+    let text = |heed: f64| {
+        format!(
+            r#"name = "heed"
+description = "d"
+provenance = "test"
+profile = "hermes-main"
+platform = "cron"
+
+[models.m]
+latency_s = 1.0
+output_tokens = 10
+heed_probability = {heed}
+
+[tools.read_file]
+latency_s = 0.5
+result = "same"
+
+[agents.parent]
+model = "m"
+script = [{{ calls = [{{ tool = "read_file", args = {{ path = "a" }} }}], until = "stopped" }}, {{ answer = "ok" }}]
+"#
+        )
+    };
+    let run_one = |heed| {
+        let sc = Scenario::load(&write_scenario(&format!("heed{heed}"), &text(heed))).unwrap();
+        run_mem(&sc, &RunOptions::default()).0
+    };
+    let stubborn = run_one(0.0);
+    assert_eq!(stubborn.parent_exit_reason, "guardrail_halt");
+    let heeding = run_one(1.0);
+    assert_eq!(
+        heeding.parent_exit_reason,
+        "text_response(finish_reason=stop)"
+    );
+    assert!(
+        heeding.agents[0].warnings >= 1,
+        "it moved on after its first warning"
+    );
+    assert!(heeding.agents[0].stop.is_none());
+}
+
+#[test]
+fn a_loop_without_latency_stops_at_the_horizon_instead_of_hanging() {
+    let sc = Scenario::load(&write_scenario(
+        "zero",
+        r#"name = "zero"
+description = "d"
+provenance = "test"
+profile = "hermes-main"
+
+[models.m]
+latency_s = 0
+output_tokens = 1
+
+[tools.terminal]
+latency_s = 0
+result = '{"output": "{counter}", "exit_code": 0}'
+
+[agents.parent]
+model = "m"
+script = [{ calls = [{ tool = "terminal", args = { command = "x" } }], until = "stopped" }]
+
+[report]
+horizon_s = 10
+"#,
+    ))
+    .unwrap();
+    let (s, _) = run_mem(&sc, &RunOptions::default());
+    assert!(s.hit_horizon);
+    assert!(s.events > loopsim_world::sim::MAX_EVENTS);
+}
+
+#[test]
+fn check_determinism_and_counterfactual_replay_from_the_command_line() {
+    let out = std::env::temp_dir().join(format!("loopsim-cf-{}", std::process::id()));
+    let o = loopsim(&[
+        "run",
+        "scenarios/execute-code-spin-wait.toml",
+        "--check-determinism",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("determinism: two runs gave the same trace")
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("rerun: loopsim run scenarios/execute-code-spin-wait.toml --seed 1"),
+        "{stdout}"
+    );
+    let trace = out.join("trace.jsonl");
+    let o = loopsim(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--profile",
+        "hermes-main",
+        "--platform",
+        "telegram",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("| counterfactual | hermes-main telegram |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("call 52 (identical_call_streak_halt)"),
+        "{text}"
+    );
+    let saved_line = text.lines().find(|l| l.starts_with("saved: ")).unwrap();
+    let saved_calls: i64 = saved_line["saved: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(saved_calls > 150, "{saved_line}");
+    std::fs::remove_dir_all(out).unwrap();
+}

@@ -574,6 +574,15 @@ impl Scenario {
                 return l.err(w.span(), "report.window_s", "needs 0 <= from < to");
             }
         }
+        if let Some(h) = f.report.horizon_s
+            && !(h.is_finite() && h > 0.0)
+        {
+            return l.err(
+                0..0,
+                "report.horizon_s",
+                "must be a positive number of seconds",
+            );
+        }
         if !f.agents.contains_key("parent") {
             return l.err(0..0, "agents", "a scenario needs an agent named `parent`");
         }

@@ -97,8 +97,14 @@ pub struct RunSummary {
     /// When the first `loop_begins` step ran.
     pub loop_began_us: Option<u64>,
     pub events: u64,
+    /// The run hit the horizon (virtual time or event count) before it ended by itself.
+    pub hit_horizon: bool,
     pub trace_hash: String,
 }
+
+/// Runs stop after this many events whatever the scenario says: a script that loops without
+/// latency would otherwise never advance time.
+pub const MAX_EVENTS: u64 = 1_000_000;
 
 /// A failed run (the scenario cannot be run as configured).
 #[derive(Debug, thiserror::Error)]
@@ -216,6 +222,7 @@ struct World<'s> {
     horizon: Instant,
     counter: u64,
     last_activity: Instant,
+    hit_horizon: bool,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
 }
@@ -300,6 +307,7 @@ impl<'s> World<'s> {
             counter: 0,
             last_activity: Instant::START,
             args_cache: rustc_hash::FxHashMap::default(),
+            hit_horizon: false,
             cfg,
         };
         let header = Header {
@@ -450,7 +458,8 @@ impl<'s> World<'s> {
 
     fn run(&mut self) {
         while let Some((t, ev)) = self.sched.pop() {
-            if t > self.horizon {
+            if t > self.horizon || self.sched.events_handled() > MAX_EVENTS {
+                self.hit_horizon = true;
                 break;
             }
             if !matches!(ev, Ev::Interrupt) {
@@ -1242,6 +1251,7 @@ impl World<'_> {
             total: self.total.clone(),
             loop_began_us: self.loop_began,
             events: self.sched.events_handled(),
+            hit_horizon: self.hit_horizon,
             trace_hash: String::new(),
         };
         let above = self.trace.hash_so_far();
