@@ -78,6 +78,25 @@ pub fn cost_micro_usd(price: &Price, input: u64, cache_read: u64, output: u64) -
 }
 
 impl Usage {
+    /// One main-model call.
+    pub fn model_call(
+        price: &Price,
+        input: u64,
+        cache_read: u64,
+        output: u64,
+        latency_us: u64,
+    ) -> Usage {
+        Usage {
+            model_calls: 1,
+            input_tokens: input,
+            cache_read_tokens: cache_read,
+            output_tokens: output,
+            model_latency_us: latency_us,
+            cost_micro_usd: cost_micro_usd(price, input, cache_read, output),
+            ..Usage::default()
+        }
+    }
+
     pub fn add(&mut self, o: &Usage) {
         self.model_calls += o.model_calls;
         self.input_tokens += o.input_tokens;

@@ -599,15 +599,7 @@ impl<'s> World<'s> {
                 ag.context += output;
                 ag.plan = Some(plan);
                 ag.plan_step = step_idx;
-                let u = Usage {
-                    model_calls: 1,
-                    input_tokens: input,
-                    cache_read_tokens: cache,
-                    output_tokens: output,
-                    model_latency_us: latency.0,
-                    cost_micro_usd: cost_micro_usd(&model.price, input, cache, output),
-                    ..Usage::default()
-                };
+                let u = Usage::model_call(&model.price, input, cache, output, latency.0);
                 let call = ag.calls;
                 let used = ag.gov.budget().used();
                 self.account(a, &u);
@@ -1153,15 +1145,7 @@ impl World<'_> {
             let cache = (input as f64 * model.cache_read_share.get_ref()).round() as u64;
             ag.summary_calls += 1;
             ag.context += out;
-            let u = Usage {
-                model_calls: 1,
-                input_tokens: input,
-                cache_read_tokens: cache,
-                output_tokens: out,
-                model_latency_us: lat.0,
-                cost_micro_usd: cost_micro_usd(&model.price, input, cache, out),
-                ..Usage::default()
-            };
+            let u = Usage::model_call(&model.price, input, cache, out, lat.0);
             self.account(a, &u);
             if self.trace.enabled() {
                 let mut e = self.event(a, "summary_call");
