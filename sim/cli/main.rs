@@ -309,6 +309,7 @@ fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Re
         platform: h.platform.clone(),
         order,
         config_yaml: None,
+        record_series: false,
     };
     if !engine.is_set() {
         let (_, bytes) = run_to_memory(&sc, &base)?;

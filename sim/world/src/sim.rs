@@ -37,6 +37,32 @@ pub struct RunOptions {
     pub config_yaml: Option<(String, String)>,
     pub platform: Option<String>,
     pub order: Order,
+    /// Keep per-agent time series (cost, budget, activity spans) for plots.
+    pub record_series: bool,
+}
+
+/// What an agent was doing during a span of virtual time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    Model,
+    Tool,
+    /// Inside a synchronous delegation, waiting for children.
+    Waiting,
+}
+
+/// One agent's time series, kept when [`RunOptions::record_series`] is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AgentSeries {
+    /// `(t_us, cumulative micro-dollars)` after every priced call.
+    pub cost: Vec<(u64, u64)>,
+    /// `(t_us, iterations used)` after every change of the budget.
+    pub budget_used: Vec<(u64, u64)>,
+    /// `(start_us, end_us, kind)`.
+    pub spans: Vec<(u64, u64, SpanKind)>,
+    /// When warnings or notices came, and when guardrail stops happened.
+    pub warnings_us: Vec<u64>,
+    pub stops_us: Vec<u64>,
 }
 
 /// Where an agent stands.
@@ -81,6 +107,12 @@ pub struct AgentSummary {
     pub window: Option<Usage>,
     /// Figures from the first `loop_begins` step of the run on (the waste).
     pub after_loop_began: Option<Usage>,
+    /// Time spent inside synchronous delegations waiting for children.
+    pub wait_us: u64,
+    /// Virtual time of this agent's last activity.
+    pub last_activity_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<AgentSeries>,
 }
 
 /// A run's outcome.
@@ -180,6 +212,9 @@ struct Agent<'s> {
     usage: Usage,
     window: Usage,
     after_loop: Usage,
+    wait_us: u64,
+    last_activity: Instant,
+    series: Option<AgentSeries>,
     interrupted: bool,
     pending: Option<PendingCall<'s>>,
 }
@@ -223,6 +258,7 @@ struct World<'s> {
     counter: u64,
     last_activity: Instant,
     hit_horizon: bool,
+    record_series: bool,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
 }
@@ -308,6 +344,7 @@ impl<'s> World<'s> {
             last_activity: Instant::START,
             args_cache: rustc_hash::FxHashMap::default(),
             hit_horizon: false,
+            record_series: opts.record_series,
             cfg,
         };
         let header = Header {
@@ -395,6 +432,9 @@ impl<'s> World<'s> {
             usage: Usage::default(),
             window: Usage::default(),
             after_loop: Usage::default(),
+            wait_us: 0,
+            last_activity: self.sched.now(),
+            series: self.record_series.then(AgentSeries::default),
             interrupted: false,
             pending: None,
         });
@@ -439,6 +479,7 @@ impl<'s> World<'s> {
         ag.rep = 0;
         ag.status = Status::Running;
         ag.turns += 1;
+        self.note_budget(a);
         if self.trace.enabled() {
             let e = self.event(a, "turn_start");
             self.trace.line(&e);
@@ -512,6 +553,31 @@ impl<'s> World<'s> {
         if self.loop_began.is_some() {
             ag.after_loop.add(u);
         }
+        if let Some(s) = &mut ag.series {
+            s.cost.push((now, ag.usage.cost_micro_usd));
+        }
+    }
+
+    /// Records the budget after a change, and marks the agent active.
+    fn note_budget(&mut self, a: AgentId) {
+        let now = self.now();
+        let ag = &mut self.agents[a];
+        ag.last_activity = self.sched.now();
+        if let Some(s) = &mut ag.series {
+            s.budget_used.push((now, ag.gov.budget().used()));
+        }
+    }
+
+    fn note_span(&mut self, a: AgentId, start: Instant, kind: SpanKind) {
+        let now = self.sched.now();
+        let ag = &mut self.agents[a];
+        ag.last_activity = now;
+        if kind == SpanKind::Waiting {
+            ag.wait_us += now.since(start).0;
+        }
+        if let Some(s) = &mut ag.series {
+            s.spans.push((start.0, now.0, kind));
+        }
     }
 
     fn wake(&mut self, a: AgentId) {
@@ -559,6 +625,8 @@ impl<'s> World<'s> {
                 if matches!(plan, Plan::ContextTooSmall) {
                     // The preflight gate fails before any request is sent.
                     ag.gov.runtime_context_too_small();
+                    self.note_budget(a);
+                    let ag = &mut self.agents[a];
                     let used = ag.gov.budget().used();
                     if self.trace.enabled() {
                         let mut e = self.event(a, "budget_refund");
@@ -599,6 +667,11 @@ impl<'s> World<'s> {
                 ag.context += output;
                 ag.plan = Some(plan);
                 ag.plan_step = step_idx;
+                let now = self.sched.now().0;
+                if let Some(s) = &mut ag.series {
+                    s.spans.push((now, now + latency.0, SpanKind::Model));
+                    s.budget_used.push((now, ag.gov.budget().used()));
+                }
                 let u = Usage::model_call(&model.price, input, cache, output, latency.0);
                 let call = ag.calls;
                 let used = ag.gov.budget().used();
@@ -619,6 +692,11 @@ impl<'s> World<'s> {
     }
 
     fn model_done(&mut self, a: AgentId) {
+        if self.agents[a].status != Status::Running {
+            // Timed out (or stopped) while the model was answering.
+            return;
+        }
+        self.agents[a].last_activity = self.sched.now();
         let plan = self.agents[a].plan.expect("a plan");
         match plan {
             Plan::Answer => {
@@ -787,6 +865,13 @@ impl World<'_> {
         count: u32,
     ) {
         let ag = &mut self.agents[a];
+        if let Some(s) = &mut ag.series {
+            if action == Action::Warn {
+                s.warnings_us.push(self.sched.now().0);
+            } else if action.halts() {
+                s.stops_us.push(self.sched.now().0);
+            }
+        }
         if action == Action::Warn {
             ag.warnings += 1;
             ag.round_flagged = true;
@@ -818,10 +903,13 @@ impl World<'_> {
         let Some(p) = self.agents[a].pending.take() else {
             return;
         };
+        let waited = self.agents[a].status == Status::Waiting;
         self.agents[a].status = Status::Running;
-        let elapsed = self.sched.now().since(self.agents[a].call_started);
+        let started = self.agents[a].call_started;
+        self.note_span(a, started, if waited { SpanKind::Waiting } else { SpanKind::Tool });
+        let elapsed = if waited { 0 } else { self.sched.now().since(started).0 };
         let u = Usage {
-            tool_time_us: elapsed.0,
+            tool_time_us: elapsed,
             ..Usage::default()
         };
         self.account(a, &u);
@@ -850,6 +938,9 @@ impl World<'_> {
             let ag = &mut self.agents[a];
             ag.notices += 1;
             ag.round_flagged = true;
+            if let Some(s) = &mut ag.series {
+                s.warnings_us.push(self.sched.now().0);
+            }
             if ag.first_warning.is_none() {
                 ag.first_warning = Some((ag.calls, self.sched.now().0));
             }
@@ -889,6 +980,9 @@ impl World<'_> {
                     t_us: self.sched.now().0,
                     code: code.as_str().into(),
                 });
+                if let Some(s) = &mut ag.series {
+                    s.stops_us.push(self.sched.now().0);
+                }
             }
         }
         self.advance_script(a);
@@ -898,6 +992,7 @@ impl World<'_> {
         let go_on = ag.gov.tool_round(tools.iter().copied(), halt.is_some());
         if ag.gov.budget().used() < before {
             let used = ag.gov.budget().used();
+            self.note_budget(a);
             if self.trace.enabled() {
                 let mut e = self.event(a, "budget_refund");
                 e.budget_used = Some(used);
@@ -1218,6 +1313,9 @@ impl World<'_> {
                 usage: ag.usage.clone(),
                 window: self.window.map(|_| ag.window.clone()),
                 after_loop_began: self.loop_began.map(|_| ag.after_loop.clone()),
+                wait_us: ag.wait_us,
+                last_activity_us: ag.last_activity.0,
+                series: ag.series.clone(),
             })
             .collect();
         let mut summary = RunSummary {
