@@ -27,7 +27,7 @@ pub struct ScenarioError {
 }
 
 /// What a scenario is for: a loop that must be caught, or work that must not be stopped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Label {
     #[default]

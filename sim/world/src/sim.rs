@@ -119,6 +119,10 @@ pub struct AgentSummary {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunSummary {
     pub scenario: String,
+    pub scenario_hash: String,
+    pub label: crate::scenario::Label,
+    /// A hash of the effective engine configuration (profile, config, platform).
+    pub config_hash: String,
     pub seed: u64,
     pub profile: String,
     pub platform: Option<String>,
@@ -259,6 +263,7 @@ struct World<'s> {
     last_activity: Instant,
     hit_horizon: bool,
     record_series: bool,
+    config_hash: String,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
 }
@@ -345,8 +350,18 @@ impl<'s> World<'s> {
             args_cache: rustc_hash::FxHashMap::default(),
             hit_horizon: false,
             record_series: opts.record_series,
+            config_hash: String::new(),
             cfg,
         };
+        let config_hash = Hash::of(
+            format!(
+                "{:?}|{:?}|{:?}|{}|{:?}",
+                w.cfg.guardrails, w.cfg.delegation, w.cfg.turn, w.cfg.max_iterations, w.cfg.rules
+            )
+            .as_bytes(),
+        )
+        .hex();
+        w.config_hash = config_hash.clone();
         let header = Header {
             format: trace::FORMAT.into(),
             version: trace::VERSION,
@@ -357,14 +372,7 @@ impl<'s> World<'s> {
             seed,
             profile: w.cfg.profile.to_string(),
             platform: w.cfg.platform.clone(),
-            config_hash: Hash::of(
-                format!(
-                    "{:?}|{:?}|{:?}|{}",
-                    w.cfg.guardrails, w.cfg.delegation, w.cfg.turn, w.cfg.max_iterations
-                )
-                .as_bytes(),
-            )
-            .hex(),
+            config_hash,
             schedule: format!("{:?}", opts.order).to_lowercase(),
         };
         w.trace.line(&header);
@@ -1320,6 +1328,9 @@ impl World<'_> {
             .collect();
         let mut summary = RunSummary {
             scenario: self.sc.file.name.clone(),
+            scenario_hash: self.sc.content_hash.hex(),
+            label: self.sc.file.label,
+            config_hash: self.config_hash.clone(),
             seed: self.seed,
             profile: self.cfg.profile.to_string(),
             platform: self.cfg.platform.clone(),
