@@ -9,7 +9,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::guard::GuardSession;
 use loopsim_engine::profile::ProfileName;
+use loopsim_report::metrics::{self, RunMetrics};
 use loopsim_report::output::{AtomicFile, write_atomic};
+use loopsim_report::{plots, sweep};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary, run};
@@ -67,6 +69,37 @@ enum Command {
         engine: EngineArgs,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+    },
+    /// Sweep engine settings over seeds, scenarios and profiles, in parallel.
+    Sweep {
+        /// Scenario files (default: every file in scenarios/).
+        scenarios: Vec<PathBuf>,
+        /// A swept Hermes config key: KEY=START..END[:STEP] or KEY=A,B,C (repeatable).
+        #[arg(long = "grid")]
+        grid: Vec<String>,
+        /// Seeds, START..END (end exclusive).
+        #[arg(long, default_value = "0..8")]
+        seeds: String,
+        /// Profiles, comma-separated (default: each scenario's own).
+        #[arg(long, value_delimiter = ',')]
+        profiles: Vec<String>,
+        /// The platform for every run (default: each scenario's).
+        #[arg(long)]
+        platform: Option<String>,
+        /// Where to write (default: reports/sweep).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Run only the jobs of shard K of N (K/N); combine shards with `loopsim merge`.
+        #[arg(long)]
+        shard: Option<String>,
+    },
+    /// Combine the outputs of `loopsim sweep --shard K/N` into the unsharded sweep's output.
+    Merge {
+        /// The shards' output folders.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// List the scenarios, one line each.
     List {
@@ -387,6 +420,117 @@ fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Re
     Ok(())
 }
 
+fn scenario_paths(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot read the scenario folder", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// What a sweep folder holds besides its rows: the spec and how many jobs the whole sweep has.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Manifest {
+    spec: sweep::SweepSpec,
+    total_jobs: u64,
+    shard: Option<(u64, u64)>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep_cmd(
+    paths: &[PathBuf],
+    grid: &[String],
+    seeds: &str,
+    profiles: &[String],
+    platform: Option<&str>,
+    out: Option<&PathBuf>,
+    shard: Option<&str>,
+) -> Result<()> {
+    let paths = if paths.is_empty() { scenario_paths(std::path::Path::new("scenarios"))? } else { paths.to_vec() };
+    let scenarios: Vec<Scenario> = paths.iter().map(|p| load_scenario(p)).collect::<Result<_>>()?;
+    let axes: Vec<sweep::Axis> = grid.iter().map(|g| sweep::Axis::parse(g)).collect::<Result<_, _>>()?;
+    let seeds = sweep::parse_seeds(seeds)?;
+    let shard = shard.map(sweep::parse_shard).transpose()?;
+    let spec = sweep::SweepSpec {
+        scenarios: scenarios.iter().map(|s| (s.path.clone(), s.content_hash.hex())).collect(),
+        profiles: profiles.to_vec(),
+        platform: platform.map(str::to_string),
+        axes,
+        seeds: (seeds.start, seeds.end),
+    };
+    let all = spec.jobs()?;
+    spec.validate(&scenarios)?;
+    let total = all.len() as u64;
+    let jobs: Vec<sweep::Job> = match shard {
+        Some((k, n)) => all.into_iter().filter(|j| j.index % n == k - 1).collect(),
+        None => all,
+    };
+    let bar = progress_bar(jobs.len() as u64);
+    let rows = sweep::run_jobs(&spec, &scenarios, &jobs, &|| {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let dir = out.cloned().unwrap_or_else(|| PathBuf::from("reports/sweep"));
+    write_sweep(&dir, &Manifest { spec, total_jobs: total, shard }, &rows)
+}
+
+fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {eta} left").ok()?);
+    Some(b)
+}
+
+fn write_sweep(dir: &std::path::Path, manifest: &Manifest, rows: &[RunMetrics]) -> Result<()> {
+    let ctx = |f: &str| format!("{}: cannot write", dir.join(f).display());
+    write_atomic(&dir.join("sweep.csv"), &metrics::to_csv(rows)?).with_context(|| ctx("sweep.csv"))?;
+    write_atomic(&dir.join("sweep.json"), &serde_json::to_vec_pretty(manifest)?).with_context(|| ctx("sweep.json"))?;
+    if manifest.shard.is_some() {
+        println!("shard: {} runs written to {} (combine shards with `loopsim merge`)", rows.len(), dir.display());
+        return Ok(());
+    }
+    let aggs = sweep::aggregate(rows, !manifest.spec.profiles.is_empty());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for a in &aggs {
+        w.serialize(a)?;
+    }
+    write_atomic(&dir.join("aggregate.csv"), &w.into_inner()?).with_context(|| ctx("aggregate.csv"))?;
+    let plots = plots::sweep_plots(dir, &manifest.spec, &aggs)?;
+    let md = sweep::summary_md(&manifest.spec, rows, &aggs, &plots);
+    write_atomic(&dir.join("summary.md"), md.as_bytes()).with_context(|| ctx("summary.md"))?;
+    print!("{md}");
+    println!("\nwrote {}/{{sweep.csv, aggregate.csv, summary.md, sweep.json}} and {} plots", dir.display(), plots.len());
+    Ok(())
+}
+
+fn merge_cmd(shards: &[PathBuf], out: &std::path::Path) -> Result<()> {
+    let mut parts = Vec::new();
+    let mut total = None;
+    for dir in shards {
+        let m: Manifest = serde_json::from_slice(&std::fs::read(dir.join("sweep.json")).with_context(|| format!("{}: not a sweep folder", dir.display()))?)
+            .with_context(|| format!("{}/sweep.json", dir.display()))?;
+        if total.is_some_and(|t| t != m.total_jobs) {
+            bail!("{}: the shards come from different sweeps", dir.display());
+        }
+        total = Some(m.total_jobs);
+        let rows = metrics::from_csv(&std::fs::read(dir.join("sweep.csv")).with_context(|| format!("{}/sweep.csv", dir.display()))?)
+            .with_context(|| format!("{}/sweep.csv", dir.display()))?;
+        parts.push((m.spec, rows));
+    }
+    let total = total.unwrap_or(0);
+    let (spec, rows) = sweep::merge(parts, total)?;
+    write_sweep(out, &Manifest { spec, total_jobs: total, shard: None }, &rows)
+}
+
 fn list_cmd(dir: &std::path::Path) -> Result<()> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot read the scenario folder", dir.display()))?
@@ -494,6 +638,10 @@ fn main() -> ExitCode {
             format,
         } => replay_cmd(trace, engine, *format),
         Command::List { dir } => list_cmd(dir),
+        Command::Sweep { scenarios, grid, seeds, profiles, platform, out, shard } => {
+            sweep_cmd(scenarios, grid, seeds, profiles, platform.as_deref(), out.as_ref(), shard.as_deref())
+        }
+        Command::Merge { shards, out } => merge_cmd(shards, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,5 +3,10 @@
 //! What loopsim writes: the run summary a person reads and output files written atomically.
 //! (Cost reports, plots and sweeps come with their issue.)
 
+pub mod markdown;
+pub mod metrics;
 pub mod output;
+pub mod plot;
+pub mod plots;
 pub mod summary;
+pub mod sweep;

@@ -712,6 +712,34 @@ impl Scenario {
         Ok(())
     }
 
+    /// The scenario with one Hermes config key set, e.g.
+    /// `tool_loop_guardrails.hard_stop_after.idempotent_no_progress` = 3 (a sweep setting).
+    /// The result is validated like a loaded scenario.
+    pub fn with_config(&self, key: &str, value: toml::Value) -> Result<Scenario, ScenarioError> {
+        let mut s = self.clone();
+        let bad = |message: String| ScenarioError {
+            file: self.path.clone(),
+            line: 0,
+            key: format!("config.{key}"),
+            message,
+        };
+        let parts: Vec<&str> = key.split('.').collect();
+        if parts.iter().any(|p| p.is_empty()) {
+            return Err(bad("not a dotted key".into()));
+        }
+        let mut table = s.file.config.get_mut();
+        for part in &parts[..parts.len() - 1] {
+            let entry = table.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            table = match entry {
+                toml::Value::Table(t) => t,
+                _ => return Err(bad(format!("`{part}` is not a table in the scenario's config"))),
+            };
+        }
+        table.insert(parts[parts.len() - 1].to_string(), value);
+        s.engine_config(None).map_err(|e| bad(e.to_string()))?;
+        Ok(s)
+    }
+
     /// The engine configuration: the profile, the scenario's `[config]`, and the platform
     /// (`platform` overrides the scenario's).
     pub fn engine_config(&self, platform: Option<&str>) -> Result<EngineConfig, ConfigError> {

@@ -1,0 +1,570 @@
+//! Threshold sweeps: a grid over engine settings (in Hermes's key shapes) times seeds,
+//! scenarios and profiles, run in parallel; per setting, the waste of loop scenarios before
+//! their stop and the false stops of healthy ones; the Pareto-optimal settings and a
+//! recommendation.
+//!
+//! Jobs are numbered in a fixed order and results are collected in that order, so the output
+//! does not depend on the thread count; `--shard K/N` runs the jobs with `job % N == K - 1`
+//! and [`merge`] puts shards back together into exactly the unsharded output.
+
+use std::fmt::Write as _;
+
+use loopsim_engine::profile::ProfileName;
+use loopsim_world::scenario::{Label, Scenario};
+use loopsim_world::sim::{RunOptions, run};
+use loopsim_world::trace::TraceWriter;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{RunMetrics, round};
+
+/// A sweep that cannot run as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("--grid `{spec}`: {message}")]
+    Grid { spec: String, message: String },
+    #[error("--seeds `{0}`: expected START..END (end exclusive) or a single seed")]
+    Seeds(String),
+    #[error("--shard `{0}`: expected K/N with 1 <= K <= N")]
+    Shard(String),
+    #[error(transparent)]
+    Scenario(#[from] loopsim_world::scenario::ScenarioError),
+    #[error("run {job}: {message}")]
+    Run { job: u64, message: String },
+    #[error("merge: {0}")]
+    Merge(String),
+}
+
+/// One swept key and its values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Axis {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+/// A swept value as TOML: integers, floats and booleans are typed, anything else is a string.
+pub fn toml_value(s: &str) -> toml::Value {
+    if let Ok(i) = s.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = s.parse::<f64>() {
+        toml::Value::Float(f)
+    } else if s == "true" || s == "false" {
+        toml::Value::Boolean(s == "true")
+    } else {
+        toml::Value::String(s.to_string())
+    }
+}
+
+impl Axis {
+    /// `key=2..8` (inclusive), `key=2..8:2` (step) or `key=a,b,c`.
+    pub fn parse(spec: &str) -> Result<Axis, SweepError> {
+        let err = |m: &str| SweepError::Grid {
+            spec: spec.into(),
+            message: m.into(),
+        };
+        let (key, values) = spec
+            .split_once('=')
+            .ok_or_else(|| err("expected KEY=VALUES"))?;
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(err("the key must be a dotted Hermes config key"));
+        }
+        let values: Vec<String> = if let Some((a, b)) = values.split_once("..") {
+            let (b, step) = b.split_once(':').map_or((b, "1"), |(b, s)| (b, s));
+            let (a, b, step): (i64, i64, i64) = (
+                a.trim()
+                    .parse()
+                    .map_err(|_| err("range start is not an integer"))?,
+                b.trim()
+                    .parse()
+                    .map_err(|_| err("range end is not an integer"))?,
+                step.trim()
+                    .parse()
+                    .map_err(|_| err("range step is not an integer"))?,
+            );
+            if step <= 0 || a > b {
+                return Err(err("a range needs START <= END and a positive step"));
+            }
+            if (b - a) / step > 10_000 {
+                return Err(err("more than 10,000 values"));
+            }
+            (a..=b)
+                .step_by(step as usize)
+                .map(|v| v.to_string())
+                .collect()
+        } else {
+            values.split(',').map(|v| v.trim().to_string()).collect()
+        };
+        if values.iter().any(String::is_empty) {
+            return Err(err("empty value"));
+        }
+        Ok(Axis {
+            key: key.into(),
+            values,
+        })
+    }
+}
+
+/// `0..64` or `7`.
+pub fn parse_seeds(spec: &str) -> Result<std::ops::Range<u64>, SweepError> {
+    let bad = || SweepError::Seeds(spec.into());
+    match spec.split_once("..") {
+        Some((a, b)) => {
+            let (a, b): (u64, u64) = (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            );
+            if a >= b { Err(bad()) } else { Ok(a..b) }
+        }
+        None => {
+            let s: u64 = spec.trim().parse().map_err(|_| bad())?;
+            Ok(s..s + 1)
+        }
+    }
+}
+
+/// `K/N`.
+pub fn parse_shard(spec: &str) -> Result<(u64, u64), SweepError> {
+    let bad = || SweepError::Shard(spec.into());
+    let (k, n) = spec.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        Err(bad())
+    } else {
+        Ok((k, n))
+    }
+}
+
+/// What a sweep is: enough to rebuild every job (shards check they agree on it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepSpec {
+    /// Scenario paths and their content hashes.
+    pub scenarios: Vec<(String, String)>,
+    /// Profiles to run (empty: each scenario's own).
+    pub profiles: Vec<String>,
+    pub platform: Option<String>,
+    pub axes: Vec<Axis>,
+    pub seeds: (u64, u64),
+}
+
+/// One run of a sweep. `setting` empty means the scenario as written (the baseline).
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub index: u64,
+    pub scenario: usize,
+    pub profile: Option<ProfileName>,
+    pub setting: Vec<(String, String)>,
+    pub seed: u64,
+}
+
+impl SweepSpec {
+    /// Every setting: the baseline first, then the grid's cross product in axis order.
+    pub fn settings(&self) -> Vec<Vec<(String, String)>> {
+        let mut out: Vec<Vec<(String, String)>> = vec![vec![]];
+        if self.axes.is_empty() {
+            return out;
+        }
+        let mut grid: Vec<Vec<(String, String)>> = vec![vec![]];
+        for axis in &self.axes {
+            grid = grid
+                .into_iter()
+                .flat_map(|prefix| {
+                    axis.values.iter().map(move |v| {
+                        let mut p = prefix.clone();
+                        p.push((axis.key.clone(), v.clone()));
+                        p
+                    })
+                })
+                .collect();
+        }
+        out.extend(grid);
+        out
+    }
+
+    /// Checks that every setting gives a valid config for every scenario, before anything runs.
+    pub fn validate(&self, scenarios: &[Scenario]) -> Result<(), SweepError> {
+        for setting in self.settings() {
+            for sc in scenarios {
+                let mut s = sc.clone();
+                for (k, v) in &setting {
+                    s = s.with_config(k, toml_value(v))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// All jobs in their fixed order: setting, scenario, profile, seed.
+    pub fn jobs(&self) -> Result<Vec<Job>, SweepError> {
+        let profiles: Vec<Option<ProfileName>> = if self.profiles.is_empty() {
+            vec![None]
+        } else {
+            self.profiles
+                .iter()
+                .map(|p| {
+                    p.parse()
+                        .map(Some)
+                        .map_err(
+                            |e: loopsim_engine::profile::UnknownProfile| SweepError::Grid {
+                                spec: p.clone(),
+                                message: e.to_string(),
+                            },
+                        )
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let mut jobs = Vec::new();
+        for setting in self.settings() {
+            for scenario in 0..self.scenarios.len() {
+                for profile in &profiles {
+                    for seed in self.seeds.0..self.seeds.1 {
+                        jobs.push(Job {
+                            index: jobs.len() as u64,
+                            scenario,
+                            profile: *profile,
+                            setting: setting.clone(),
+                            seed,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(jobs)
+    }
+}
+
+/// `key=value;key=value` (empty for the baseline).
+pub fn setting_label(setting: &[(String, String)]) -> String {
+    setting
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Runs `jobs` (in parallel on rayon's pool) and returns their metrics in job order.
+/// `done` is called once per finished job (for a progress bar).
+pub fn run_jobs(
+    spec: &SweepSpec,
+    scenarios: &[Scenario],
+    jobs: &[Job],
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<RunMetrics>, SweepError> {
+    jobs.par_iter()
+        .map(|job| {
+            let mut sc = scenarios[job.scenario].clone();
+            for (k, v) in &job.setting {
+                sc = sc.with_config(k, toml_value(v))?;
+            }
+            let opts = RunOptions {
+                seed: Some(job.seed),
+                profile: job.profile,
+                platform: spec.platform.clone(),
+                ..RunOptions::default()
+            };
+            let summary = run(&sc, &opts, TraceWriter::off()).map_err(|e| SweepError::Run {
+                job: job.index,
+                message: e.to_string(),
+            })?;
+            let mut m = RunMetrics::from_summary(&summary, &setting_label(&job.setting));
+            m.job = job.index;
+            done();
+            Ok(m)
+        })
+        .collect()
+}
+
+/// Aggregated figures of one setting (and profile).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    pub setting: String,
+    pub profile: String,
+    pub loop_runs: u64,
+    pub waste_usd_mean: f64,
+    pub waste_usd_p50: f64,
+    pub waste_usd_p95: f64,
+    pub waste_calls_mean: f64,
+    pub waste_calls_p50: f64,
+    pub waste_calls_p95: f64,
+    pub waste_min_mean: f64,
+    pub waste_min_p50: f64,
+    pub waste_min_p95: f64,
+    /// Share of loop runs no guardrail ever stopped.
+    pub never_stopped: f64,
+    pub healthy_runs: u64,
+    /// Share of healthy runs that were stopped.
+    pub false_stop_rate: f64,
+    /// Mean dollars saved per loop run against the baseline (the scenarios as written).
+    pub saved_usd_mean: f64,
+    pub pareto: bool,
+}
+
+/// Nearest-rank percentile of sorted values.
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    v.sort_by(f64::total_cmp);
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    (
+        round(mean, 6),
+        round(pct(&v, 50.0), 6),
+        round(pct(&v, 95.0), 6),
+    )
+}
+
+/// The profile column when each scenario runs under its own profile.
+pub const OWN_PROFILES: &str = "(each scenario's)";
+
+/// Per setting (and per profile when the sweep names profiles), in first-seen order of the
+/// rows; marks the Pareto-optimal ones.
+pub fn aggregate(rows: &[RunMetrics], by_profile: bool) -> Vec<Aggregate> {
+    let profile_of = |r: &RunMetrics| if by_profile { r.profile.clone() } else { OWN_PROFILES.to_string() };
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        let k = (r.setting.clone(), profile_of(r));
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    // The baseline waste of each (scenario, profile, seed), for the savings.
+    let baseline = |r: &RunMetrics| {
+        rows.iter()
+            .find(|b| {
+                b.setting.is_empty()
+                    && b.scenario == r.scenario
+                    && b.profile == r.profile
+                    && b.seed == r.seed
+            })
+            .map(|b| b.waste_usd)
+    };
+    let mut out: Vec<Aggregate> = keys
+        .into_iter()
+        .map(|(setting, profile)| {
+            let mine: Vec<&RunMetrics> = rows
+                .iter()
+                .filter(|r| r.setting == setting && r.profile == profile)
+                .collect();
+            let loops: Vec<&&RunMetrics> = mine
+                .iter()
+                .filter(|r| r.label == Label::Loop.to_string())
+                .collect();
+            let healthy: Vec<&&RunMetrics> = mine
+                .iter()
+                .filter(|r| r.label == Label::Healthy.to_string())
+                .collect();
+            let (wu, wu50, wu95) = stats(loops.iter().map(|r| r.waste_usd).collect());
+            let (wc, wc50, wc95) = stats(loops.iter().map(|r| r.waste_calls as f64).collect());
+            let (wm, wm50, wm95) = stats(loops.iter().map(|r| r.waste_min).collect());
+            let share = |n: usize, of: usize| {
+                if of == 0 {
+                    0.0
+                } else {
+                    round(n as f64 / of as f64, 6)
+                }
+            };
+            let saved: Vec<f64> = loops
+                .iter()
+                .filter_map(|r| baseline(r).map(|b| b - r.waste_usd))
+                .collect();
+            Aggregate {
+                setting,
+                profile,
+                loop_runs: loops.len() as u64,
+                waste_usd_mean: wu,
+                waste_usd_p50: wu50,
+                waste_usd_p95: wu95,
+                waste_calls_mean: wc,
+                waste_calls_p50: wc50,
+                waste_calls_p95: wc95,
+                waste_min_mean: wm,
+                waste_min_p50: wm50,
+                waste_min_p95: wm95,
+                never_stopped: share(loops.iter().filter(|r| !r.stopped()).count(), loops.len()),
+                healthy_runs: healthy.len() as u64,
+                false_stop_rate: share(
+                    healthy.iter().filter(|r| r.stopped()).count(),
+                    healthy.len(),
+                ),
+                saved_usd_mean: if saved.is_empty() {
+                    0.0
+                } else {
+                    round(saved.iter().sum::<f64>() / saved.len() as f64, 6)
+                },
+                pareto: false,
+            }
+        })
+        .collect();
+    // Pareto: no other setting saves at least as much with at most as many false stops,
+    // and is strictly better in one of the two.
+    let snapshot = out.clone();
+    for a in &mut out {
+        a.pareto = !snapshot.iter().any(|b| {
+            b.saved_usd_mean >= a.saved_usd_mean
+                && b.false_stop_rate <= a.false_stop_rate
+                && (b.saved_usd_mean > a.saved_usd_mean || b.false_stop_rate < a.false_stop_rate)
+        });
+    }
+    out
+}
+
+/// The recommended setting and why: among Pareto-optimal settings, the one that saves most
+/// without false stops; if every one stops healthy work, the one with the fewest false stops.
+pub fn recommend(aggs: &[Aggregate]) -> Option<(&Aggregate, String)> {
+    let frontier: Vec<&Aggregate> = aggs.iter().filter(|a| a.pareto).collect();
+    let clean: Vec<&&Aggregate> = frontier
+        .iter()
+        .filter(|a| a.false_stop_rate == 0.0)
+        .collect();
+    if let Some(best) = clean.iter().max_by(|a, b| {
+        a.saved_usd_mean
+            .total_cmp(&b.saved_usd_mean)
+            .then_with(|| b.setting.cmp(&a.setting))
+    }) {
+        let why = format!(
+            "it saves the most (${:.2} per loop run on average; loops never stopped: {:.0}%) without stopping any healthy run",
+            best.saved_usd_mean,
+            best.never_stopped * 100.0
+        );
+        return Some((best, why));
+    }
+    let least = frontier.iter().min_by(|a, b| {
+        a.false_stop_rate
+            .total_cmp(&b.false_stop_rate)
+            .then_with(|| b.saved_usd_mean.total_cmp(&a.saved_usd_mean))
+    })?;
+    let why = format!(
+        "every Pareto-optimal setting stops some healthy work; this one stops the fewest ({:.0}%) and saves ${:.2} per loop run",
+        least.false_stop_rate * 100.0,
+        least.saved_usd_mean
+    );
+    Some((least, why))
+}
+
+/// The sweep's Markdown summary.
+pub fn summary_md(
+    spec: &SweepSpec,
+    rows: &[RunMetrics],
+    aggs: &[Aggregate],
+    plots: &[String],
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# Sweep\n");
+    let _ = writeln!(
+        o,
+        "{} runs: {} settings (the baseline first) x {} scenarios x {} profiles x seeds {}..{}.\n",
+        rows.len(),
+        spec.settings().len(),
+        spec.scenarios.len(),
+        spec.profiles.len().max(1),
+        spec.seeds.0,
+        spec.seeds.1
+    );
+    for a in &spec.axes {
+        let _ = writeln!(o, "- `{}`: {}", a.key, a.values.join(", "));
+    }
+    let _ = writeln!(
+        o,
+        "\nThe baseline is every scenario as written. Waste is what the parent spent after its loop began; savings are against the baseline.\n"
+    );
+    let _ = writeln!(
+        o,
+        "| setting | profile | loop runs | waste $ mean / p50 / p95 | waste calls mean / p95 | waste min mean / p95 | loops never stopped | healthy runs | false stops | saved $ / loop run | Pareto |"
+    );
+    let _ = writeln!(
+        o,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for a in aggs {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {:.2} / {:.2} / {:.2} | {:.1} / {:.0} | {:.1} / {:.1} | {:.0}% | {} | {:.0}% | {:.2} | {} |",
+            if a.setting.is_empty() {
+                "(baseline)"
+            } else {
+                &a.setting
+            },
+            a.profile,
+            a.loop_runs,
+            a.waste_usd_mean,
+            a.waste_usd_p50,
+            a.waste_usd_p95,
+            a.waste_calls_mean,
+            a.waste_calls_p95,
+            a.waste_min_mean,
+            a.waste_min_p95,
+            a.never_stopped * 100.0,
+            a.healthy_runs,
+            a.false_stop_rate * 100.0,
+            a.saved_usd_mean,
+            if a.pareto { "yes" } else { "" }
+        );
+    }
+    if let Some((best, why)) = recommend(aggs) {
+        let _ = writeln!(
+            o,
+            "\n**Recommended:** `{}` ({}): {why}.",
+            if best.setting.is_empty() {
+                "(baseline)"
+            } else {
+                &best.setting
+            },
+            best.profile
+        );
+    }
+    for p in plots.iter().filter(|p| p.ends_with(".png")) {
+        let _ = writeln!(o, "\n![{p}]({p})");
+    }
+    o
+}
+
+/// Puts shard outputs back together: the rows of every shard, checked to be one sweep with
+/// every job exactly once, in job order.
+pub fn merge(
+    parts: Vec<(SweepSpec, Vec<RunMetrics>)>,
+    total_jobs: u64,
+) -> Result<(SweepSpec, Vec<RunMetrics>), SweepError> {
+    let mut iter = parts.into_iter();
+    let (spec, mut rows) = iter
+        .next()
+        .ok_or_else(|| SweepError::Merge("no shards given".into()))?;
+    for (s, r) in iter {
+        if s != spec {
+            return Err(SweepError::Merge(
+                "the shards come from different sweeps (their sweep.json differ)".into(),
+            ));
+        }
+        rows.extend(r);
+    }
+    rows.sort_by_key(|r| r.job);
+    for (i, r) in rows.iter().enumerate() {
+        if r.job != i as u64 {
+            return Err(SweepError::Merge(format!(
+                "job {i} is {}",
+                if r.job > i as u64 {
+                    "missing"
+                } else {
+                    "duplicated"
+                }
+            )));
+        }
+    }
+    if rows.len() as u64 != total_jobs {
+        return Err(SweepError::Merge(format!(
+            "{} of {total_jobs} jobs present",
+            rows.len()
+        )));
+    }
+    Ok((spec, rows))
+}
