@@ -10,7 +10,7 @@ use loopsim_engine::config::EngineConfig;
 use loopsim_engine::guard::GuardSession;
 use loopsim_engine::profile::ProfileName;
 use loopsim_report::metrics::{self, RunMetrics};
-use loopsim_report::output::{AtomicFile, write_atomic};
+use loopsim_report::output::write_atomic;
 use loopsim_report::{plots, sweep};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
@@ -60,6 +60,9 @@ enum Command {
         /// Print the summary as JSON instead of text.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Also run the same scenario and seed under these profiles and compare (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        compare_profiles: Vec<ProfileName>,
     },
     /// Re-run a trace's scenario and seed: prove it byte-identical, or (with --profile,
     /// --config or --platform) show what another engine would have done.
@@ -207,10 +210,12 @@ fn run_cmd(
     schedule: Schedule,
     check: bool,
     format: Format,
+    compare: &[ProfileName],
 ) -> Result<()> {
     let sc = load_scenario(path)?;
     let mut opts = engine.options()?;
     opts.seed = seed;
+    opts.record_series = true;
     opts.order = match schedule {
         Schedule::Fifo => Order::Fifo,
         Schedule::Shuffle => Order::Shuffle,
@@ -218,15 +223,7 @@ fn run_cmd(
     let dir = out
         .cloned()
         .unwrap_or_else(|| PathBuf::from("reports").join(&sc.file.name));
-    let trace_path = dir.join("trace.jsonl");
-    let file = AtomicFile::create(&trace_path)
-        .with_context(|| format!("{}: cannot write", trace_path.display()))?;
-    let summary = run(
-        &sc,
-        &opts,
-        TraceWriter::to_writer(Box::new(file_writer(file))),
-    )?;
-    commit_pending()?;
+    let (summary, trace_bytes) = run_to_memory(&sc, &opts)?;
     if check {
         let (again, _) = run_to_memory(&sc, &opts)?;
         if again.trace_hash != summary.trace_hash {
@@ -241,29 +238,78 @@ fn run_cmd(
             summary.trace_hash
         );
     }
+    // The same model behaviour (scenario and seed) under other engines.
+    let mut runs = vec![summary];
+    for p in compare {
+        let o = RunOptions {
+            profile: Some(*p),
+            ..opts.clone()
+        };
+        runs.push(run_to_memory(&sc, &o)?.0);
+    }
     // Expectations hold for the scenario as written; an overridden engine is a what-if.
     let verdicts = if engine.is_set() {
         vec![]
     } else {
-        loopsim_world::expect::check(&sc.file.expect, &summary)
+        loopsim_world::expect::check(&sc.file.expect, &runs[0])
     };
-    let json = serde_json::to_vec_pretty(
-        &serde_json::json!({ "summary": &summary, "expectations": &verdicts }),
-    )?;
-    write_atomic(&dir.join("summary.json"), &json)
-        .with_context(|| format!("{}: cannot write", dir.display()))?;
-    let rerun = rerun_command(path, summary.seed, engine);
+    let rows: Vec<RunMetrics> = runs
+        .iter()
+        .map(|s| RunMetrics::from_summary(s, ""))
+        .collect();
+    let rerun = rerun_command(path, runs[0].seed, engine);
+    let ctx = |f: &str| format!("{}: cannot write", dir.join(f).display());
+    write_atomic(&dir.join("trace.jsonl"), &trace_bytes).with_context(|| ctx("trace.jsonl"))?;
+    let plots = plots::run_plots(&dir, &runs).with_context(|| ctx("plots"))?;
+    let lean: Vec<RunSummary> = runs
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            s.agents.iter_mut().for_each(|a| a.series = None);
+            s
+        })
+        .collect();
+    let json = serde_json::to_vec_pretty(&serde_json::json!({
+        "summary": &lean[0],
+        "expectations": &verdicts,
+        "compared": &lean[1..],
+        "metrics": &rows,
+    }))?;
+    write_atomic(&dir.join("summary.json"), &json).with_context(|| ctx("summary.json"))?;
+    write_atomic(&dir.join("runs.csv"), &metrics::to_csv(&rows)?)
+        .with_context(|| ctx("runs.csv"))?;
+    let pairs: Vec<(RunSummary, RunMetrics)> = lean.into_iter().zip(rows.iter().cloned()).collect();
+    let md = loopsim_report::markdown::run_report(&pairs, &verdicts, &plots, &rerun);
+    write_atomic(&dir.join("summary.md"), md.as_bytes()).with_context(|| ctx("summary.md"))?;
     match format {
         Format::Json => println!("{}", String::from_utf8_lossy(&json)),
         Format::Text => {
             print!(
                 "{}",
-                loopsim_report::summary::render(&summary, &verdicts, &rerun)
+                loopsim_report::summary::render(&runs[0], &verdicts, &rerun)
             );
+            if runs.len() > 1 {
+                println!();
+                for (_, m) in &pairs {
+                    println!(
+                        "{:<16} {:<10} {:>6} calls  ${:>8.2}  {:>6.1} min  stop: {}",
+                        m.profile,
+                        m.platform,
+                        m.calls,
+                        m.cost_usd,
+                        m.duration_min,
+                        if m.stopped() {
+                            format!("{} at call {}", m.stop_code, m.stop_call.unwrap_or(0))
+                        } else {
+                            "-".into()
+                        }
+                    );
+                }
+            }
             println!(
-                "wrote {} and {}",
-                dir.join("summary.json").display(),
-                trace_path.display()
+                "wrote {}/{{summary.md, summary.json, runs.csv, trace.jsonl}} and {} plots",
+                dir.display(),
+                plots.len()
             );
         }
     }
@@ -273,47 +319,6 @@ fn run_cmd(
             v.key, v.expected, v.actual
         ))
         .into());
-    }
-    Ok(())
-}
-
-thread_local! {
-    static PENDING: std::cell::RefCell<Option<std::sync::Arc<std::sync::Mutex<Option<AtomicFile>>>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// A trace file shared with the simulator, committed after the run succeeds.
-struct PendingFile(std::sync::Arc<std::sync::Mutex<Option<AtomicFile>>>);
-
-impl Write for PendingFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .expect("trace file")
-            .as_mut()
-            .expect("open")
-            .write(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0
-            .lock()
-            .expect("trace file")
-            .as_mut()
-            .expect("open")
-            .flush()
-    }
-}
-
-fn file_writer(f: AtomicFile) -> PendingFile {
-    let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
-    PENDING.with(|p| *p.borrow_mut() = Some(shared.clone()));
-    PendingFile(shared)
-}
-
-fn commit_pending() -> Result<()> {
-    if let Some(shared) = PENDING.with(|p| p.borrow_mut().take())
-        && let Some(f) = shared.lock().expect("trace file").take()
-    {
-        f.commit()?;
     }
     Ok(())
 }
@@ -448,13 +453,26 @@ fn sweep_cmd(
     out: Option<&PathBuf>,
     shard: Option<&str>,
 ) -> Result<()> {
-    let paths = if paths.is_empty() { scenario_paths(std::path::Path::new("scenarios"))? } else { paths.to_vec() };
-    let scenarios: Vec<Scenario> = paths.iter().map(|p| load_scenario(p)).collect::<Result<_>>()?;
-    let axes: Vec<sweep::Axis> = grid.iter().map(|g| sweep::Axis::parse(g)).collect::<Result<_, _>>()?;
+    let paths = if paths.is_empty() {
+        scenario_paths(std::path::Path::new("scenarios"))?
+    } else {
+        paths.to_vec()
+    };
+    let scenarios: Vec<Scenario> = paths
+        .iter()
+        .map(|p| load_scenario(p))
+        .collect::<Result<_>>()?;
+    let axes: Vec<sweep::Axis> = grid
+        .iter()
+        .map(|g| sweep::Axis::parse(g))
+        .collect::<Result<_, _>>()?;
     let seeds = sweep::parse_seeds(seeds)?;
     let shard = shard.map(sweep::parse_shard).transpose()?;
     let spec = sweep::SweepSpec {
-        scenarios: scenarios.iter().map(|s| (s.path.clone(), s.content_hash.hex())).collect(),
+        scenarios: scenarios
+            .iter()
+            .map(|s| (s.path.clone(), s.content_hash.hex()))
+            .collect(),
         profiles: profiles.to_vec(),
         platform: platform.map(str::to_string),
         axes,
@@ -476,8 +494,18 @@ fn sweep_cmd(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let dir = out.cloned().unwrap_or_else(|| PathBuf::from("reports/sweep"));
-    write_sweep(&dir, &Manifest { spec, total_jobs: total, shard }, &rows)
+    let dir = out
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("reports/sweep"));
+    write_sweep(
+        &dir,
+        &Manifest {
+            spec,
+            total_jobs: total,
+            shard,
+        },
+        &rows,
+    )
 }
 
 fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
@@ -486,16 +514,27 @@ fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
         return None;
     }
     let b = indicatif::ProgressBar::new(len);
-    b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {eta} left").ok()?);
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {eta} left").ok()?,
+    );
     Some(b)
 }
 
 fn write_sweep(dir: &std::path::Path, manifest: &Manifest, rows: &[RunMetrics]) -> Result<()> {
     let ctx = |f: &str| format!("{}: cannot write", dir.join(f).display());
-    write_atomic(&dir.join("sweep.csv"), &metrics::to_csv(rows)?).with_context(|| ctx("sweep.csv"))?;
-    write_atomic(&dir.join("sweep.json"), &serde_json::to_vec_pretty(manifest)?).with_context(|| ctx("sweep.json"))?;
+    write_atomic(&dir.join("sweep.csv"), &metrics::to_csv(rows)?)
+        .with_context(|| ctx("sweep.csv"))?;
+    write_atomic(
+        &dir.join("sweep.json"),
+        &serde_json::to_vec_pretty(manifest)?,
+    )
+    .with_context(|| ctx("sweep.json"))?;
     if manifest.shard.is_some() {
-        println!("shard: {} runs written to {} (combine shards with `loopsim merge`)", rows.len(), dir.display());
+        println!(
+            "shard: {} runs written to {} (combine shards with `loopsim merge`)",
+            rows.len(),
+            dir.display()
+        );
         return Ok(());
     }
     let aggs = sweep::aggregate(rows, !manifest.spec.profiles.is_empty());
@@ -503,12 +542,17 @@ fn write_sweep(dir: &std::path::Path, manifest: &Manifest, rows: &[RunMetrics]) 
     for a in &aggs {
         w.serialize(a)?;
     }
-    write_atomic(&dir.join("aggregate.csv"), &w.into_inner()?).with_context(|| ctx("aggregate.csv"))?;
+    write_atomic(&dir.join("aggregate.csv"), &w.into_inner()?)
+        .with_context(|| ctx("aggregate.csv"))?;
     let plots = plots::sweep_plots(dir, &manifest.spec, &aggs)?;
     let md = sweep::summary_md(&manifest.spec, rows, &aggs, &plots);
     write_atomic(&dir.join("summary.md"), md.as_bytes()).with_context(|| ctx("summary.md"))?;
     print!("{md}");
-    println!("\nwrote {}/{{sweep.csv, aggregate.csv, summary.md, sweep.json}} and {} plots", dir.display(), plots.len());
+    println!(
+        "\nwrote {}/{{sweep.csv, aggregate.csv, summary.md, sweep.json}} and {} plots",
+        dir.display(),
+        plots.len()
+    );
     Ok(())
 }
 
@@ -516,19 +560,33 @@ fn merge_cmd(shards: &[PathBuf], out: &std::path::Path) -> Result<()> {
     let mut parts = Vec::new();
     let mut total = None;
     for dir in shards {
-        let m: Manifest = serde_json::from_slice(&std::fs::read(dir.join("sweep.json")).with_context(|| format!("{}: not a sweep folder", dir.display()))?)
-            .with_context(|| format!("{}/sweep.json", dir.display()))?;
+        let m: Manifest = serde_json::from_slice(
+            &std::fs::read(dir.join("sweep.json"))
+                .with_context(|| format!("{}: not a sweep folder", dir.display()))?,
+        )
+        .with_context(|| format!("{}/sweep.json", dir.display()))?;
         if total.is_some_and(|t| t != m.total_jobs) {
             bail!("{}: the shards come from different sweeps", dir.display());
         }
         total = Some(m.total_jobs);
-        let rows = metrics::from_csv(&std::fs::read(dir.join("sweep.csv")).with_context(|| format!("{}/sweep.csv", dir.display()))?)
-            .with_context(|| format!("{}/sweep.csv", dir.display()))?;
+        let rows = metrics::from_csv(
+            &std::fs::read(dir.join("sweep.csv"))
+                .with_context(|| format!("{}/sweep.csv", dir.display()))?,
+        )
+        .with_context(|| format!("{}/sweep.csv", dir.display()))?;
         parts.push((m.spec, rows));
     }
     let total = total.unwrap_or(0);
     let (spec, rows) = sweep::merge(parts, total)?;
-    write_sweep(out, &Manifest { spec, total_jobs: total, shard: None }, &rows)
+    write_sweep(
+        out,
+        &Manifest {
+            spec,
+            total_jobs: total,
+            shard: None,
+        },
+        &rows,
+    )
 }
 
 fn list_cmd(dir: &std::path::Path) -> Result<()> {
@@ -623,6 +681,7 @@ fn main() -> ExitCode {
             schedule,
             check_determinism,
             format,
+            compare_profiles,
         } => run_cmd(
             scenario,
             engine,
@@ -631,6 +690,7 @@ fn main() -> ExitCode {
             *schedule,
             *check_determinism,
             *format,
+            compare_profiles,
         ),
         Command::Replay {
             trace,
@@ -638,9 +698,23 @@ fn main() -> ExitCode {
             format,
         } => replay_cmd(trace, engine, *format),
         Command::List { dir } => list_cmd(dir),
-        Command::Sweep { scenarios, grid, seeds, profiles, platform, out, shard } => {
-            sweep_cmd(scenarios, grid, seeds, profiles, platform.as_deref(), out.as_ref(), shard.as_deref())
-        }
+        Command::Sweep {
+            scenarios,
+            grid,
+            seeds,
+            profiles,
+            platform,
+            out,
+            shard,
+        } => sweep_cmd(
+            scenarios,
+            grid,
+            seeds,
+            profiles,
+            platform.as_deref(),
+            out.as_ref(),
+            shard.as_deref(),
+        ),
         Command::Merge { shards, out } => merge_cmd(shards, out),
     };
     match result {

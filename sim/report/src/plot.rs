@@ -18,14 +18,8 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use ab_glyph::{Font, FontRef, ScaleFont};
-use plotters_backend::text_anchor::{HPos as BackendHPos, VPos as BackendVPos};
-use plotters_backend::{
-    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind,
-    FontStyle as BackendFontStyle,
-};
-
 use crate::output::write_atomic;
+use crisp::CrispText;
 
 /// Width of every PNG (and of the SVG canvas), in pixels: wide enough for a legend panel.
 pub const WIDTH: u32 = 1200;
@@ -299,8 +293,8 @@ where
 
     let mut rgb = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
     {
-        let root = CrispText(BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)))
-            .into_drawing_area();
+        let root =
+            CrispText(BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT))).into_drawing_area();
         png_draw(&root)?;
         root.present().map_err(draw_err)?;
     }
@@ -323,151 +317,164 @@ where
     Ok(vec![svg_path, png_path])
 }
 
-/// The bitmap backend with text drawn by us: plotters 0.3.7's `ab_glyph` path places each glyph
-/// at a whole pixel and drops its left side bearing, so "rn" reads as "m". Everything else
-/// (and the text layout boxes, so anchoring matches the SVG) is the bitmap backend's.
-struct CrispText<'a>(BitMapBackend<'a>);
+/// Text for the PNGs, see [`CrispText`].
+mod crisp {
+    use std::sync::OnceLock;
 
-type BitmapError = <BitMapBackend<'static> as DrawingBackend>::ErrorType;
-
-fn glyph_font(style: BackendFontStyle) -> Option<&'static FontRef<'static>> {
-    static REGULAR: OnceLock<Option<FontRef<'static>>> = OnceLock::new();
-    static BOLD: OnceLock<Option<FontRef<'static>>> = OnceLock::new();
-    let (cell, bytes) = match style {
-        BackendFontStyle::Bold => (&BOLD, dejavu::sans::bold()),
-        _ => (&REGULAR, dejavu::sans::regular()),
+    use ab_glyph::{Font, FontRef, ScaleFont};
+    use plotters::prelude::{BitMapBackend, DrawingBackend};
+    use plotters_backend::text_anchor::{HPos, VPos};
+    use plotters_backend::{
+        BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind, FontStyle,
     };
-    cell.get_or_init(|| FontRef::try_from_slice(bytes).ok()).as_ref()
-}
 
-impl DrawingBackend for CrispText<'_> {
-    type ErrorType = BitmapError;
+    /// The bitmap backend with text drawn by us: plotters 0.3.7's `ab_glyph` path places each glyph
+    /// at a whole pixel and drops its left side bearing, so "rn" reads as "m". Everything else
+    /// (and the text layout boxes, so anchoring matches the SVG) is the bitmap backend's.
+    pub(super) struct CrispText<'a>(pub(super) BitMapBackend<'a>);
 
-    fn get_size(&self) -> (u32, u32) {
-        self.0.get_size()
-    }
-    fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.ensure_prepared()
-    }
-    fn present(&mut self) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.present()
-    }
-    fn draw_pixel(
-        &mut self,
-        point: BackendCoord,
-        color: BackendColor,
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.draw_pixel(point, color)
-    }
-    fn draw_line<S: BackendStyle>(
-        &mut self,
-        from: BackendCoord,
-        to: BackendCoord,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.draw_line(from, to, style)
-    }
-    fn draw_rect<S: BackendStyle>(
-        &mut self,
-        upper_left: BackendCoord,
-        bottom_right: BackendCoord,
-        style: &S,
-        fill: bool,
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.draw_rect(upper_left, bottom_right, style, fill)
-    }
-    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        path: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.draw_path(path, style)
-    }
-    fn draw_circle<S: BackendStyle>(
-        &mut self,
-        center: BackendCoord,
-        radius: u32,
-        style: &S,
-        fill: bool,
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.draw_circle(center, radius, style, fill)
-    }
-    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        vert: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.fill_polygon(vert, style)
-    }
-    fn blit_bitmap(
-        &mut self,
-        pos: BackendCoord,
-        (iw, ih): (u32, u32),
-        src: &[u8],
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        self.0.blit_bitmap(pos, (iw, ih), src)
+    type BitmapError = <BitMapBackend<'static> as DrawingBackend>::ErrorType;
+
+    fn glyph_font(style: FontStyle) -> Option<&'static FontRef<'static>> {
+        static REGULAR: OnceLock<Option<FontRef<'static>>> = OnceLock::new();
+        static BOLD: OnceLock<Option<FontRef<'static>>> = OnceLock::new();
+        let (cell, bytes) = match style {
+            FontStyle::Bold => (&BOLD, dejavu::sans::bold()),
+            _ => (&REGULAR, dejavu::sans::regular()),
+        };
+        cell.get_or_init(|| FontRef::try_from_slice(bytes).ok())
+            .as_ref()
     }
 
-    /// Same anchoring and rotation as plotters' default, with glyphs at their true (sub-pixel)
-    /// pen positions; the baseline sits where plotters puts it (half the size below the top).
-    fn draw_text<TStyle: BackendTextStyle>(
-        &mut self,
-        text: &str,
-        style: &TStyle,
-        pos: BackendCoord,
-    ) -> Result<(), DrawingErrorKind<BitmapError>> {
-        let color = style.color();
-        if color.alpha == 0.0 {
-            return Ok(());
+    impl DrawingBackend for CrispText<'_> {
+        type ErrorType = BitmapError;
+
+        fn get_size(&self) -> (u32, u32) {
+            self.0.get_size()
         }
-        let Some(font) = glyph_font(style.style()) else {
-            return self.0.draw_text(text, style, pos);
-        };
-        let ((min_x, min_y), (max_x, max_y)) = style
-            .layout_box(text)
-            .map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
-        let (width, height) = (max_x - min_x, max_y - min_y);
-        let dx = match style.anchor().h_pos {
-            BackendHPos::Left => 0,
-            BackendHPos::Right => -width,
-            BackendHPos::Center => -width / 2,
-        };
-        let dy = match style.anchor().v_pos {
-            BackendVPos::Top => 0,
-            BackendVPos::Center => -height / 2,
-            BackendVPos::Bottom => -height,
-        };
-        let trans = style.transform();
-        let (w, h) = self.get_size();
-        let size = style.size() as f32;
-        let scaled = font.as_scaled(size);
-        let mut pen = 0f32;
-        let mut prev = None;
-        let mut coverage = Vec::new();
-        for c in text.chars() {
-            let id = scaled.glyph_id(c);
-            if let Some(p) = prev {
-                pen += scaled.kern(p, id);
+        fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.ensure_prepared()
+        }
+        fn present(&mut self) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.present()
+        }
+        fn draw_pixel(
+            &mut self,
+            point: BackendCoord,
+            color: BackendColor,
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.draw_pixel(point, color)
+        }
+        fn draw_line<S: BackendStyle>(
+            &mut self,
+            from: BackendCoord,
+            to: BackendCoord,
+            style: &S,
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.draw_line(from, to, style)
+        }
+        fn draw_rect<S: BackendStyle>(
+            &mut self,
+            upper_left: BackendCoord,
+            bottom_right: BackendCoord,
+            style: &S,
+            fill: bool,
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.draw_rect(upper_left, bottom_right, style, fill)
+        }
+        fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+            &mut self,
+            path: I,
+            style: &S,
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.draw_path(path, style)
+        }
+        fn draw_circle<S: BackendStyle>(
+            &mut self,
+            center: BackendCoord,
+            radius: u32,
+            style: &S,
+            fill: bool,
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.draw_circle(center, radius, style, fill)
+        }
+        fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+            &mut self,
+            vert: I,
+            style: &S,
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.fill_polygon(vert, style)
+        }
+        fn blit_bitmap(
+            &mut self,
+            pos: BackendCoord,
+            (iw, ih): (u32, u32),
+            src: &[u8],
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            self.0.blit_bitmap(pos, (iw, ih), src)
+        }
+
+        /// Same anchoring and rotation as plotters' default, with glyphs at their true (sub-pixel)
+        /// pen positions; the baseline sits where plotters puts it (half the size below the top).
+        fn draw_text<TStyle: BackendTextStyle>(
+            &mut self,
+            text: &str,
+            style: &TStyle,
+            pos: BackendCoord,
+        ) -> Result<(), DrawingErrorKind<BitmapError>> {
+            let color = style.color();
+            if color.alpha == 0.0 {
+                return Ok(());
             }
-            prev = Some(id);
-            let glyph = id.with_scale_and_position(size, ab_glyph::point(pen, 0.0));
-            pen += scaled.h_advance(id);
-            let Some(outline) = font.outline_glyph(glyph) else {
-                continue;
+            let Some(font) = glyph_font(style.style()) else {
+                return self.0.draw_text(text, style, pos);
             };
-            let bounds = outline.px_bounds();
-            let (ox, oy) = (bounds.min.x as i32, (size / 2.0 + bounds.min.y) as i32);
-            coverage.clear();
-            outline.draw(|x, y, a| coverage.push((x as i32 + ox, y as i32 + oy, a)));
-            for &(x, y, a) in &coverage {
-                let (x, y) = trans.transform(x + dx - min_x, y + dy - min_y);
-                let (x, y) = (pos.0 + x, pos.1 + y);
-                if x >= 0 && x < w as i32 && y >= 0 && y < h as i32 && a > 0.0 {
-                    self.0.draw_pixel((x, y), color.mix(f64::from(a)))?;
+            let ((min_x, min_y), (max_x, max_y)) = style
+                .layout_box(text)
+                .map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
+            let (width, height) = (max_x - min_x, max_y - min_y);
+            let dx = match style.anchor().h_pos {
+                HPos::Left => 0,
+                HPos::Right => -width,
+                HPos::Center => -width / 2,
+            };
+            let dy = match style.anchor().v_pos {
+                VPos::Top => 0,
+                VPos::Center => -height / 2,
+                VPos::Bottom => -height,
+            };
+            let trans = style.transform();
+            let (w, h) = self.get_size();
+            let size = style.size() as f32;
+            let scaled = font.as_scaled(size);
+            let mut pen = 0f32;
+            let mut prev = None;
+            let mut coverage = Vec::new();
+            for c in text.chars() {
+                let id = scaled.glyph_id(c);
+                if let Some(p) = prev {
+                    pen += scaled.kern(p, id);
+                }
+                prev = Some(id);
+                let glyph = id.with_scale_and_position(size, ab_glyph::point(pen, 0.0));
+                pen += scaled.h_advance(id);
+                let Some(outline) = font.outline_glyph(glyph) else {
+                    continue;
+                };
+                let bounds = outline.px_bounds();
+                let (ox, oy) = (bounds.min.x as i32, (size / 2.0 + bounds.min.y) as i32);
+                coverage.clear();
+                outline.draw(|x, y, a| coverage.push((x as i32 + ox, y as i32 + oy, a)));
+                for &(x, y, a) in &coverage {
+                    let (x, y) = trans.transform(x + dx - min_x, y + dy - min_y);
+                    let (x, y) = (pos.0 + x, pos.1 + y);
+                    if x >= 0 && x < w as i32 && y >= 0 && y < h as i32 && a > 0.0 {
+                        self.0.draw_pixel((x, y), color.mix(f64::from(a)))?;
+                    }
                 }
             }
+            Ok(())
         }
-        Ok(())
     }
 }
 
@@ -741,7 +748,7 @@ where
     CT: CoordTranslate,
     CT::From: Clone,
 {
-    let tri = vec![(0, -19), (-8, -5), (8, -5)];
+    let tri = vec![(0, -24), (-8, -10), (8, -10)];
     let mut outline = tri.clone();
     outline.push(tri[0]);
     area.draw(&(EmptyElement::at(at.clone()) + Polygon::new(tri, c.filled())))
@@ -750,20 +757,22 @@ where
         .map_err(draw_err)
 }
 
-/// A stop: a thick cross centred on its anchor.
+/// A stop: a thick cross centred on its anchor, outlined in dark ink so it shows on its own line.
 fn draw_stop<DB, CT>(area: &DrawingArea<DB, CT>, at: CT::From, c: RGBColor) -> Result<(), PlotError>
 where
     DB: DrawingBackend,
     CT: CoordTranslate,
     CT::From: Clone,
 {
-    let style = c.stroke_width(3);
-    area.draw(
-        &(EmptyElement::at(at)
-            + PathElement::new(vec![(-7, -7), (7, 7)], style)
-            + PathElement::new(vec![(-7, 7), (7, -7)], style)),
-    )
-    .map_err(draw_err)
+    for (arm, style) in [(8, INK.stroke_width(5)), (7, c.stroke_width(3))] {
+        area.draw(
+            &(EmptyElement::at(at.clone())
+                + PathElement::new(vec![(-arm, -arm), (arm, arm)], style)
+                + PathElement::new(vec![(-arm, arm), (arm, -arm)], style)),
+        )
+        .map_err(draw_err)?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -827,6 +836,7 @@ fn draw_lines<DB: DrawingBackend>(
         .axis_desc_style(text(17).color(&INK))
         .bold_line_style(GRID_BOLD)
         .light_line_style(GRID_LIGHT)
+        .max_light_lines(1)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .draw()
@@ -953,6 +963,7 @@ fn draw_timeline<DB: DrawingBackend>(
         .axis_desc_style(text(17).color(&INK))
         .bold_line_style(GRID_BOLD)
         .light_line_style(GRID_LIGHT)
+        .max_light_lines(1)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .draw()
@@ -1237,6 +1248,7 @@ fn draw_pareto<DB: DrawingBackend>(
         .axis_desc_style(text(17).color(&INK))
         .bold_line_style(GRID_BOLD)
         .light_line_style(GRID_LIGHT)
+        .max_light_lines(1)
         .x_label_formatter(&fmt)
         .y_label_formatter(&fmt)
         .draw()
@@ -1257,6 +1269,9 @@ fn draw_pareto<DB: DrawingBackend>(
             FRONTIER.stroke_width(2),
         ))
         .map_err(draw_err)?;
+    // Nothing lies up and to the left of a frontier point (that point would dominate it), so
+    // labels go there unless the plot's left edge is too close.
+    let left_edge = chart.plotting_area().get_base_pixel().0;
     for p in &frontier {
         chart
             .draw_series([
@@ -1264,13 +1279,20 @@ fn draw_pareto<DB: DrawingBackend>(
                 Circle::new((p.x, p.y), 7, INK.stroke_width(1)),
             ])
             .map_err(draw_err)?;
+        let label = truncate(&p.label, 36);
+        let style = text(14).color(&INK);
+        let label_w = plot
+            .estimate_text_size(&label, &style)
+            .map_or(0, |(w, _)| w as i32);
+        let room = chart.backend_coord(&(p.x, p.y)).0 - left_edge;
+        let (offset, anchor) = if room >= label_w + 14 {
+            ((-10, -14), HPos::Right)
+        } else {
+            ((10, -14), HPos::Left)
+        };
         chart
             .draw_series([EmptyElement::at((p.x, p.y))
-                + Text::new(
-                    truncate(&p.label, 24),
-                    (10, -12),
-                    text(14).color(&INK).pos(Pos::new(HPos::Left, VPos::Center)),
-                )])
+                + Text::new(label, offset, style.pos(Pos::new(anchor, VPos::Center)))])
             .map_err(draw_err)?;
     }
     if pts.is_empty() {
@@ -1700,7 +1722,7 @@ mod tests {
             ),
             (
                 "c2",
-                cost_over_time(&dir, "c2", "one point", &[one_point.clone()]),
+                cost_over_time(&dir, "c2", "one point", std::slice::from_ref(&one_point)),
             ),
             ("b0", budget_over_time(&dir, "b0", "empty budget", &[])),
             (

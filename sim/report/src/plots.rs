@@ -32,18 +32,39 @@ fn total_cost_series(s: &RunSummary, label: String) -> Series {
     }
     let at = |t: u64| -> f64 {
         let tm = min(t);
-        points.iter().take_while(|p| p.0 <= tm).last().map_or(0.0, |p| p.1)
+        points
+            .iter()
+            .take_while(|p| p.0 <= tm)
+            .last()
+            .map_or(0.0, |p| p.1)
     };
     let mut markers = Vec::new();
     if let Some(series) = &s.agents[0].series {
         if let Some(&t) = series.warnings_us.first() {
-            markers.push(Marker { t_min: min(t), y: at(t), kind: MarkerKind::Warning });
+            markers.push(Marker {
+                t_min: min(t),
+                y: at(t),
+                kind: MarkerKind::Warning,
+            });
         }
     }
-    if let Some(t) = s.agents.iter().filter_map(|a| a.stop.as_ref().map(|st| st.t_us)).min() {
-        markers.push(Marker { t_min: min(t), y: at(t), kind: MarkerKind::Stop });
+    if let Some(t) = s
+        .agents
+        .iter()
+        .filter_map(|a| a.stop.as_ref().map(|st| st.t_us))
+        .min()
+    {
+        markers.push(Marker {
+            t_min: min(t),
+            y: at(t),
+            kind: MarkerKind::Stop,
+        });
     }
-    Series { label, points, markers }
+    Series {
+        label,
+        points,
+        markers,
+    }
 }
 
 /// Cost over time (one line per run), the agents' timeline and their budgets, for the first run.
@@ -52,9 +73,19 @@ pub fn run_plots(dir: &Path, runs: &[RunSummary]) -> Result<Vec<String>, PlotErr
     let mut files = Vec::new();
     let lines: Vec<Series> = runs
         .iter()
-        .map(|s| total_cost_series(s, format!("{} {}", s.profile, s.platform.as_deref().unwrap_or(""))))
+        .map(|s| {
+            total_cost_series(
+                s,
+                format!("{} {}", s.profile, s.platform.as_deref().unwrap_or("")),
+            )
+        })
         .collect();
-    files.extend(plot::cost_over_time(dir, "cost", &format!("{}: cumulative cost", first.scenario), &lines)?);
+    files.extend(plot::cost_over_time(
+        dir,
+        "cost",
+        &format!("{}: cumulative cost", first.scenario),
+        &lines,
+    )?);
     let rows: Vec<TimelineRow> = first
         .agents
         .iter()
@@ -72,39 +103,78 @@ pub fn run_plots(dir: &Path, runs: &[RunSummary]) -> Result<Vec<String>, PlotErr
                     (min(a), min(b), kind)
                 })
                 .collect();
-            Some(TimelineRow { agent: a.name.clone(), spans })
+            Some(TimelineRow {
+                agent: a.name.clone(),
+                spans,
+            })
         })
         .collect();
-    files.extend(plot::agent_timeline(dir, "timeline", &format!("{}: what each agent was doing ({})", first.scenario, first.profile), &rows)?);
-    let unlimited: Vec<&str> = first.agents.iter().filter(|a| a.budget_max >= UNLIMITED).map(|a| a.name.as_str()).collect();
+    files.extend(plot::agent_timeline(
+        dir,
+        "timeline",
+        &format!(
+            "{}: what each agent was doing ({})",
+            first.scenario, first.profile
+        ),
+        &rows,
+    )?);
+    let unlimited: Vec<&str> = first
+        .agents
+        .iter()
+        .filter(|a| a.budget_max >= UNLIMITED)
+        .map(|a| a.name.as_str())
+        .collect();
     let budgets: Vec<Series> = first
         .agents
         .iter()
         .filter(|a| a.budget_max < UNLIMITED)
         .filter_map(|a| {
             let series = a.series.as_ref()?;
-            let points = series.budget_used.iter().map(|&(t, used)| (min(t), a.budget_max.saturating_sub(used) as f64)).collect();
-            Some(Series { label: a.name.clone(), points, markers: vec![] })
+            let points = series
+                .budget_used
+                .iter()
+                .map(|&(t, used)| (min(t), a.budget_max.saturating_sub(used) as f64))
+                .collect();
+            Some(Series {
+                label: a.name.clone(),
+                points,
+                markers: vec![],
+            })
         })
         .collect();
     let title = if unlimited.is_empty() {
         format!("{}: iteration budget remaining", first.scenario)
     } else {
-        format!("{}: iteration budget remaining (unlimited: {})", first.scenario, unlimited.join(", "))
+        format!(
+            "{}: iteration budget remaining (unlimited: {})",
+            first.scenario,
+            unlimited.join(", ")
+        )
     };
     files.extend(plot::budget_over_time(dir, "budget", &title, &budgets)?);
-    Ok(files.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect())
+    Ok(files
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect())
 }
 
 /// Heatmaps of waste and false stops over the first two swept keys, and the Pareto frontier.
-pub fn sweep_plots(dir: &Path, spec: &SweepSpec, aggs: &[Aggregate]) -> Result<Vec<String>, PlotError> {
+pub fn sweep_plots(
+    dir: &Path,
+    spec: &SweepSpec,
+    aggs: &[Aggregate],
+) -> Result<Vec<String>, PlotError> {
     let mut files = Vec::new();
     let Some(x) = spec.axes.first() else {
         return Ok(vec![]);
     };
     let y = spec.axes.get(1);
     let ys: Vec<String> = y.map_or(vec!["-".to_string()], |y| y.values.clone());
-    let profile = aggs.iter().find(|a| !a.setting.is_empty()).map(|a| a.profile.clone()).unwrap_or_default();
+    let profile = aggs
+        .iter()
+        .find(|a| !a.setting.is_empty())
+        .map(|a| a.profile.clone())
+        .unwrap_or_default();
     // Mean over any further axes, for the first profile.
     let cell = |xv: &str, yv: &str, f: &dyn Fn(&Aggregate) -> f64| -> Option<f64> {
         let hits: Vec<f64> = aggs
@@ -112,27 +182,66 @@ pub fn sweep_plots(dir: &Path, spec: &SweepSpec, aggs: &[Aggregate]) -> Result<V
             .filter(|a| a.profile == profile && !a.setting.is_empty())
             .filter(|a| {
                 let parts: Vec<&str> = a.setting.split(';').collect();
-                parts.contains(&format!("{}={xv}", x.key).as_str()) && y.is_none_or(|y| parts.contains(&format!("{}={yv}", y.key).as_str()))
+                parts.contains(&format!("{}={xv}", x.key).as_str())
+                    && y.is_none_or(|y| parts.contains(&format!("{}={yv}", y.key).as_str()))
             })
             .map(f)
             .collect();
         (!hits.is_empty()).then(|| hits.iter().sum::<f64>() / hits.len() as f64)
     };
     let grid = |f: &dyn Fn(&Aggregate) -> f64| -> Vec<Vec<Option<f64>>> {
-        ys.iter().map(|yv| x.values.iter().map(|xv| cell(xv, yv, f)).collect()).collect()
+        ys.iter()
+            .map(|yv| x.values.iter().map(|xv| cell(xv, yv, f)).collect())
+            .collect()
     };
     let y_label = y.map_or("-", |y| y.key.as_str());
-    files.extend(plot::heatmap(dir, "heatmap-waste", "wasted dollars per loop run (mean)", &x.key, &x.values, y_label, &ys, &grid(&|a| a.waste_usd_mean), "$ wasted", false)?);
-    files.extend(plot::heatmap(dir, "heatmap-false-stops", "healthy runs stopped", &x.key, &x.values, y_label, &ys, &grid(&|a| a.false_stop_rate), "false stops", true)?);
+    files.extend(plot::heatmap(
+        dir,
+        "heatmap-waste",
+        "wasted dollars per loop run (mean)",
+        &x.key,
+        &x.values,
+        y_label,
+        &ys,
+        &grid(&|a| a.waste_usd_mean),
+        "$ wasted",
+        false,
+    )?);
+    files.extend(plot::heatmap(
+        dir,
+        "heatmap-false-stops",
+        "healthy runs stopped",
+        &x.key,
+        &x.values,
+        y_label,
+        &ys,
+        &grid(&|a| a.false_stop_rate),
+        "false stops",
+        true,
+    )?);
     let points: Vec<ParetoPoint> = aggs
         .iter()
         .map(|a| ParetoPoint {
             x: a.false_stop_rate * 100.0,
             y: a.saved_usd_mean,
-            label: if a.setting.is_empty() { "baseline".into() } else { a.setting.clone() },
+            label: if a.setting.is_empty() {
+                "baseline".into()
+            } else {
+                a.setting.clone()
+            },
             on_frontier: a.pareto,
         })
         .collect();
-    files.extend(plot::pareto(dir, "pareto", "cost saved vs false stops", "healthy runs stopped (%)", "saved per loop run ($)", &points)?);
-    Ok(files.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect())
+    files.extend(plot::pareto(
+        dir,
+        "pareto",
+        "cost saved vs false stops",
+        "healthy runs stopped (%)",
+        "saved per loop run ($)",
+        &points,
+    )?);
+    Ok(files
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect())
 }

@@ -330,7 +330,13 @@ pub const OWN_PROFILES: &str = "(each scenario's)";
 /// Per setting (and per profile when the sweep names profiles), in first-seen order of the
 /// rows; marks the Pareto-optimal ones.
 pub fn aggregate(rows: &[RunMetrics], by_profile: bool) -> Vec<Aggregate> {
-    let profile_of = |r: &RunMetrics| if by_profile { r.profile.clone() } else { OWN_PROFILES.to_string() };
+    let profile_of = |r: &RunMetrics| {
+        if by_profile {
+            r.profile.clone()
+        } else {
+            OWN_PROFILES.to_string()
+        }
+    };
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {
         let k = (r.setting.clone(), profile_of(r));

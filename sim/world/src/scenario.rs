@@ -27,7 +27,9 @@ pub struct ScenarioError {
 }
 
 /// What a scenario is for: a loop that must be caught, or work that must not be stopped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Label {
     #[default]
@@ -729,10 +731,16 @@ impl Scenario {
         }
         let mut table = s.file.config.get_mut();
         for part in &parts[..parts.len() - 1] {
-            let entry = table.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let entry = table
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
             table = match entry {
                 toml::Value::Table(t) => t,
-                _ => return Err(bad(format!("`{part}` is not a table in the scenario's config"))),
+                _ => {
+                    return Err(bad(format!(
+                        "`{part}` is not a table in the scenario's config"
+                    )));
+                }
             };
         }
         table.insert(parts[parts.len() - 1].to_string(), value);

@@ -914,8 +914,20 @@ impl World<'_> {
         let waited = self.agents[a].status == Status::Waiting;
         self.agents[a].status = Status::Running;
         let started = self.agents[a].call_started;
-        self.note_span(a, started, if waited { SpanKind::Waiting } else { SpanKind::Tool });
-        let elapsed = if waited { 0 } else { self.sched.now().since(started).0 };
+        self.note_span(
+            a,
+            started,
+            if waited {
+                SpanKind::Waiting
+            } else {
+                SpanKind::Tool
+            },
+        );
+        let elapsed = if waited {
+            0
+        } else {
+            self.sched.now().since(started).0
+        };
         let u = Usage {
             tool_time_us: elapsed,
             ..Usage::default()
@@ -1347,9 +1359,15 @@ impl World<'_> {
             hit_horizon: self.hit_horizon,
             trace_hash: String::new(),
         };
-        let above = self.trace.hash_so_far();
-        self.trace
-            .line(&serde_json::json!({ "kind": "end", "summary": &summary, "hash_above": above }));
+        if self.trace.enabled() {
+            let above = self.trace.hash_so_far();
+            // The footer holds the summary without time series, so it does not depend on
+            // whether series were recorded.
+            let mut lean = summary.clone();
+            lean.agents.iter_mut().for_each(|a| a.series = None);
+            self.trace
+                .line(&serde_json::json!({ "kind": "end", "summary": &lean, "hash_above": above }));
+        }
         summary.trace_hash = self.trace.finish()?;
         Ok(summary)
     }
