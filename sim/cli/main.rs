@@ -10,7 +10,7 @@ use loopsim_engine::config::EngineConfig;
 use loopsim_engine::guard::GuardSession;
 use loopsim_engine::profile::ProfileName;
 use loopsim_report::metrics::{self, RunMetrics};
-use loopsim_report::output::write_atomic;
+use loopsim_report::output::{AtomicFile, write_atomic};
 use loopsim_report::{plots, sweep};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
@@ -485,27 +485,48 @@ fn sweep_cmd(
         Some((k, n)) => all.into_iter().filter(|j| j.index % n == k - 1).collect(),
         None => all,
     };
-    let bar = progress_bar(jobs.len() as u64);
-    let rows = sweep::run_jobs(&spec, &scenarios, &jobs, &|| {
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-    })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
     let dir = out
         .cloned()
         .unwrap_or_else(|| PathBuf::from("reports/sweep"));
-    write_sweep(
-        &dir,
-        &Manifest {
-            spec,
-            total_jobs: total,
-            shard,
+    let manifest = Manifest {
+        spec,
+        total_jobs: total,
+        shard,
+    };
+    // Rows stream to sweep.csv and into the aggregation as they come: memory stays flat.
+    let csv_path = dir.join("sweep.csv");
+    let file = AtomicFile::create(&csv_path)
+        .with_context(|| format!("{}: cannot write", csv_path.display()))?;
+    let mut csv_out = csv::Writer::from_writer(file);
+    let mut agg = sweep::Aggregator::new(!manifest.spec.profiles.is_empty());
+    let mut runs = 0usize;
+    let bar = progress_bar(jobs.len() as u64);
+    sweep::run_jobs(
+        &manifest.spec,
+        &scenarios,
+        &jobs,
+        &|| {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
         },
-        &rows,
-    )
+        &mut |row| {
+            runs += 1;
+            agg.push(&row);
+            csv_out.serialize(&row).map_err(|e| sweep::SweepError::Run {
+                job: row.job,
+                message: format!("writing sweep.csv: {e}"),
+            })
+        },
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    csv_out
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("{}: {}", csv_path.display(), e.error()))?
+        .commit()?;
+    finish_sweep(&dir, &manifest, runs, agg)
 }
 
 fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
@@ -520,10 +541,14 @@ fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
     Some(b)
 }
 
-fn write_sweep(dir: &std::path::Path, manifest: &Manifest, rows: &[RunMetrics]) -> Result<()> {
+/// Writes the manifest, and for a whole sweep the aggregate, its plots and summary.md.
+fn finish_sweep(
+    dir: &std::path::Path,
+    manifest: &Manifest,
+    runs: usize,
+    agg: sweep::Aggregator,
+) -> Result<()> {
     let ctx = |f: &str| format!("{}: cannot write", dir.join(f).display());
-    write_atomic(&dir.join("sweep.csv"), &metrics::to_csv(rows)?)
-        .with_context(|| ctx("sweep.csv"))?;
     write_atomic(
         &dir.join("sweep.json"),
         &serde_json::to_vec_pretty(manifest)?,
@@ -531,13 +556,12 @@ fn write_sweep(dir: &std::path::Path, manifest: &Manifest, rows: &[RunMetrics]) 
     .with_context(|| ctx("sweep.json"))?;
     if manifest.shard.is_some() {
         println!(
-            "shard: {} runs written to {} (combine shards with `loopsim merge`)",
-            rows.len(),
+            "shard: {runs} runs written to {} (combine shards with `loopsim merge`)",
             dir.display()
         );
         return Ok(());
     }
-    let aggs = sweep::aggregate(rows, !manifest.spec.profiles.is_empty());
+    let aggs = agg.finish();
     let mut w = csv::Writer::from_writer(Vec::new());
     for a in &aggs {
         w.serialize(a)?;
@@ -545,7 +569,7 @@ fn write_sweep(dir: &std::path::Path, manifest: &Manifest, rows: &[RunMetrics]) 
     write_atomic(&dir.join("aggregate.csv"), &w.into_inner()?)
         .with_context(|| ctx("aggregate.csv"))?;
     let plots = plots::sweep_plots(dir, &manifest.spec, &aggs)?;
-    let md = sweep::summary_md(&manifest.spec, rows, &aggs, &plots);
+    let md = sweep::summary_md(&manifest.spec, runs, &aggs, &plots);
     write_atomic(&dir.join("summary.md"), md.as_bytes()).with_context(|| ctx("summary.md"))?;
     print!("{md}");
     println!(
@@ -578,15 +602,16 @@ fn merge_cmd(shards: &[PathBuf], out: &std::path::Path) -> Result<()> {
     }
     let total = total.unwrap_or(0);
     let (spec, rows) = sweep::merge(parts, total)?;
-    write_sweep(
-        out,
-        &Manifest {
-            spec,
-            total_jobs: total,
-            shard: None,
-        },
-        &rows,
-    )
+    let manifest = Manifest {
+        spec,
+        total_jobs: total,
+        shard: None,
+    };
+    write_atomic(&out.join("sweep.csv"), &metrics::to_csv(&rows)?)
+        .with_context(|| format!("{}: cannot write", out.join("sweep.csv").display()))?;
+    let mut agg = sweep::Aggregator::new(!manifest.spec.profiles.is_empty());
+    rows.iter().for_each(|r| agg.push(r));
+    finish_sweep(out, &manifest, rows.len(), agg)
 }
 
 fn list_cmd(dir: &std::path::Path) -> Result<()> {

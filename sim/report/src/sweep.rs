@@ -245,36 +245,53 @@ pub fn setting_label(setting: &[(String, String)]) -> String {
         .join(";")
 }
 
-/// Runs `jobs` (in parallel on rayon's pool) and returns their metrics in job order.
+/// Jobs run in parallel in chunks of this many; results leave each chunk in job order, so
+/// memory stays flat however long the sweep.
+pub const CHUNK: usize = 2048;
+
+fn run_job(spec: &SweepSpec, scenarios: &[Scenario], job: &Job) -> Result<RunMetrics, SweepError> {
+    let mut sc = scenarios[job.scenario].clone();
+    for (k, v) in &job.setting {
+        sc = sc.with_config(k, toml_value(v))?;
+    }
+    let opts = RunOptions {
+        seed: Some(job.seed),
+        profile: job.profile,
+        platform: spec.platform.clone(),
+        ..RunOptions::default()
+    };
+    let summary = run(&sc, &opts, TraceWriter::off()).map_err(|e| SweepError::Run {
+        job: job.index,
+        message: e.to_string(),
+    })?;
+    let mut m = RunMetrics::from_summary(&summary, &setting_label(&job.setting));
+    m.job = job.index;
+    Ok(m)
+}
+
+/// Runs `jobs` on rayon's pool and hands each result to `sink` in job order.
 /// `done` is called once per finished job (for a progress bar).
 pub fn run_jobs(
     spec: &SweepSpec,
     scenarios: &[Scenario],
     jobs: &[Job],
     done: &(dyn Fn() + Sync),
-) -> Result<Vec<RunMetrics>, SweepError> {
-    jobs.par_iter()
-        .map(|job| {
-            let mut sc = scenarios[job.scenario].clone();
-            for (k, v) in &job.setting {
-                sc = sc.with_config(k, toml_value(v))?;
-            }
-            let opts = RunOptions {
-                seed: Some(job.seed),
-                profile: job.profile,
-                platform: spec.platform.clone(),
-                ..RunOptions::default()
-            };
-            let summary = run(&sc, &opts, TraceWriter::off()).map_err(|e| SweepError::Run {
-                job: job.index,
-                message: e.to_string(),
-            })?;
-            let mut m = RunMetrics::from_summary(&summary, &setting_label(&job.setting));
-            m.job = job.index;
-            done();
-            Ok(m)
-        })
-        .collect()
+    sink: &mut dyn FnMut(RunMetrics) -> Result<(), SweepError>,
+) -> Result<(), SweepError> {
+    for chunk in jobs.chunks(CHUNK) {
+        let rows: Vec<RunMetrics> = chunk
+            .par_iter()
+            .map(|job| {
+                let m = run_job(spec, scenarios, job);
+                done();
+                m
+            })
+            .collect::<Result<_, _>>()?;
+        for r in rows {
+            sink(r)?;
+        }
+    }
+    Ok(())
 }
 
 /// Aggregated figures of one setting (and profile).
@@ -327,102 +344,134 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
 /// The profile column when each scenario runs under its own profile.
 pub const OWN_PROFILES: &str = "(each scenario's)";
 
-/// Per setting (and per profile when the sweep names profiles), in first-seen order of the
-/// rows; marks the Pareto-optimal ones.
-pub fn aggregate(rows: &[RunMetrics], by_profile: bool) -> Vec<Aggregate> {
-    let profile_of = |r: &RunMetrics| {
-        if by_profile {
+#[derive(Default)]
+struct Acc {
+    waste_usd: Vec<f64>,
+    waste_calls: Vec<f64>,
+    waste_min: Vec<f64>,
+    loops_stopped: u64,
+    healthy: u64,
+    healthy_stopped: u64,
+    saved: Vec<f64>,
+}
+
+/// Aggregates rows as they stream by, keeping a few numbers per run, not the rows.
+pub struct Aggregator {
+    by_profile: bool,
+    keys: Vec<(String, String)>,
+    accs: Vec<Acc>,
+    /// Baseline waste per (scenario, profile, seed): baseline jobs come first.
+    baseline: std::collections::BTreeMap<(String, String, u64), f64>,
+}
+
+impl Aggregator {
+    /// Per setting, and per profile too when `by_profile` (the sweep named profiles).
+    pub fn new(by_profile: bool) -> Self {
+        Aggregator {
+            by_profile,
+            keys: Vec::new(),
+            accs: Vec::new(),
+            baseline: Default::default(),
+        }
+    }
+
+    pub fn push(&mut self, r: &RunMetrics) {
+        let profile = if self.by_profile {
             r.profile.clone()
         } else {
             OWN_PROFILES.to_string()
-        }
-    };
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for r in rows {
-        let k = (r.setting.clone(), profile_of(r));
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    // The baseline waste of each (scenario, profile, seed), for the savings.
-    let baseline = |r: &RunMetrics| {
-        rows.iter()
-            .find(|b| {
-                b.setting.is_empty()
-                    && b.scenario == r.scenario
-                    && b.profile == r.profile
-                    && b.seed == r.seed
-            })
-            .map(|b| b.waste_usd)
-    };
-    let mut out: Vec<Aggregate> = keys
-        .into_iter()
-        .map(|(setting, profile)| {
-            let mine: Vec<&RunMetrics> = rows
-                .iter()
-                .filter(|r| r.setting == setting && r.profile == profile)
-                .collect();
-            let loops: Vec<&&RunMetrics> = mine
-                .iter()
-                .filter(|r| r.label == Label::Loop.to_string())
-                .collect();
-            let healthy: Vec<&&RunMetrics> = mine
-                .iter()
-                .filter(|r| r.label == Label::Healthy.to_string())
-                .collect();
-            let (wu, wu50, wu95) = stats(loops.iter().map(|r| r.waste_usd).collect());
-            let (wc, wc50, wc95) = stats(loops.iter().map(|r| r.waste_calls as f64).collect());
-            let (wm, wm50, wm95) = stats(loops.iter().map(|r| r.waste_min).collect());
-            let share = |n: usize, of: usize| {
-                if of == 0 {
-                    0.0
-                } else {
-                    round(n as f64 / of as f64, 6)
-                }
-            };
-            let saved: Vec<f64> = loops
-                .iter()
-                .filter_map(|r| baseline(r).map(|b| b - r.waste_usd))
-                .collect();
-            Aggregate {
-                setting,
-                profile,
-                loop_runs: loops.len() as u64,
-                waste_usd_mean: wu,
-                waste_usd_p50: wu50,
-                waste_usd_p95: wu95,
-                waste_calls_mean: wc,
-                waste_calls_p50: wc50,
-                waste_calls_p95: wc95,
-                waste_min_mean: wm,
-                waste_min_p50: wm50,
-                waste_min_p95: wm95,
-                never_stopped: share(loops.iter().filter(|r| !r.stopped()).count(), loops.len()),
-                healthy_runs: healthy.len() as u64,
-                false_stop_rate: share(
-                    healthy.iter().filter(|r| r.stopped()).count(),
-                    healthy.len(),
-                ),
-                saved_usd_mean: if saved.is_empty() {
-                    0.0
-                } else {
-                    round(saved.iter().sum::<f64>() / saved.len() as f64, 6)
-                },
-                pareto: false,
+        };
+        let key = (r.setting.clone(), profile);
+        let i = match self.keys.iter().position(|k| *k == key) {
+            Some(i) => i,
+            None => {
+                self.keys.push(key);
+                self.accs.push(Acc::default());
+                self.accs.len() - 1
             }
-        })
-        .collect();
-    // Pareto: no other setting saves at least as much with at most as many false stops,
-    // and is strictly better in one of the two.
-    let snapshot = out.clone();
-    for a in &mut out {
-        a.pareto = !snapshot.iter().any(|b| {
-            b.saved_usd_mean >= a.saved_usd_mean
-                && b.false_stop_rate <= a.false_stop_rate
-                && (b.saved_usd_mean > a.saved_usd_mean || b.false_stop_rate < a.false_stop_rate)
-        });
+        };
+        let base_key = (r.scenario.clone(), r.profile.clone(), r.seed);
+        if r.setting.is_empty() {
+            self.baseline.insert(base_key.clone(), r.waste_usd);
+        }
+        let a = &mut self.accs[i];
+        if r.label == Label::Loop.to_string() {
+            a.waste_usd.push(r.waste_usd);
+            a.waste_calls.push(r.waste_calls as f64);
+            a.waste_min.push(r.waste_min);
+            a.loops_stopped += u64::from(r.stopped());
+            if let Some(b) = self.baseline.get(&base_key) {
+                a.saved.push(b - r.waste_usd);
+            }
+        } else {
+            a.healthy += 1;
+            a.healthy_stopped += u64::from(r.stopped());
+        }
     }
-    out
+
+    /// The aggregates in first-seen order, with the Pareto-optimal ones marked.
+    pub fn finish(self) -> Vec<Aggregate> {
+        let share = |n: u64, of: usize| {
+            if of == 0 {
+                0.0
+            } else {
+                round(n as f64 / of as f64, 6)
+            }
+        };
+        let mut out: Vec<Aggregate> = self
+            .keys
+            .into_iter()
+            .zip(self.accs)
+            .map(|((setting, profile), a)| {
+                let loops = a.waste_usd.len();
+                let (wu, wu50, wu95) = stats(a.waste_usd);
+                let (wc, wc50, wc95) = stats(a.waste_calls);
+                let (wm, wm50, wm95) = stats(a.waste_min);
+                Aggregate {
+                    setting,
+                    profile,
+                    loop_runs: loops as u64,
+                    waste_usd_mean: wu,
+                    waste_usd_p50: wu50,
+                    waste_usd_p95: wu95,
+                    waste_calls_mean: wc,
+                    waste_calls_p50: wc50,
+                    waste_calls_p95: wc95,
+                    waste_min_mean: wm,
+                    waste_min_p50: wm50,
+                    waste_min_p95: wm95,
+                    never_stopped: share(loops as u64 - a.loops_stopped, loops),
+                    healthy_runs: a.healthy,
+                    false_stop_rate: share(a.healthy_stopped, a.healthy as usize),
+                    saved_usd_mean: if a.saved.is_empty() {
+                        0.0
+                    } else {
+                        round(a.saved.iter().sum::<f64>() / a.saved.len() as f64, 6)
+                    },
+                    pareto: false,
+                }
+            })
+            .collect();
+        // Pareto: no other setting saves at least as much with at most as many false stops,
+        // and is strictly better in one of the two.
+        let snapshot = out.clone();
+        for a in &mut out {
+            a.pareto = !snapshot.iter().any(|b| {
+                b.saved_usd_mean >= a.saved_usd_mean
+                    && b.false_stop_rate <= a.false_stop_rate
+                    && (b.saved_usd_mean > a.saved_usd_mean
+                        || b.false_stop_rate < a.false_stop_rate)
+            });
+        }
+        out
+    }
+}
+
+/// Aggregates rows already in memory (see [`Aggregator`]).
+pub fn aggregate(rows: &[RunMetrics], by_profile: bool) -> Vec<Aggregate> {
+    let mut a = Aggregator::new(by_profile);
+    rows.iter().for_each(|r| a.push(r));
+    a.finish()
 }
 
 /// The recommended setting and why: among Pareto-optimal settings, the one that saves most
@@ -459,18 +508,13 @@ pub fn recommend(aggs: &[Aggregate]) -> Option<(&Aggregate, String)> {
 }
 
 /// The sweep's Markdown summary.
-pub fn summary_md(
-    spec: &SweepSpec,
-    rows: &[RunMetrics],
-    aggs: &[Aggregate],
-    plots: &[String],
-) -> String {
+pub fn summary_md(spec: &SweepSpec, runs: usize, aggs: &[Aggregate], plots: &[String]) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# Sweep\n");
     let _ = writeln!(
         o,
         "{} runs: {} settings (the baseline first) x {} scenarios x {} profiles x seeds {}..{}.\n",
-        rows.len(),
+        runs,
         spec.settings().len(),
         spec.scenarios.len(),
         spec.profiles.len().max(1),
