@@ -569,15 +569,15 @@ fn fmt_dollars(v: f64) -> String {
     format!("${}", fmt_plain(v))
 }
 
-/// Tick labels: integers without decimals, others with as few decimals as show the step.
+/// Tick labels: integers without decimals, others with up to four decimals, trailing zeros
+/// trimmed, so small steps (cents of a cent) stay distinguishable.
 fn fmt_plain(v: f64) -> String {
     if (v - v.round()).abs() < 1e-9 {
-        format!("{:.0}", v.round() + 0.0)
-    } else if (v * 10.0 - (v * 10.0).round()).abs() < 1e-9 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
+        return format!("{:.0}", v.round() + 0.0);
     }
+    let s = format!("{:.4}", v + 0.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
 }
 
 fn truncate(s: &str, max_chars: usize) -> String {

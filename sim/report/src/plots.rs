@@ -219,19 +219,20 @@ pub fn sweep_plots(
         "false stops",
         true,
     )?);
-    let points: Vec<ParetoPoint> = aggs
-        .iter()
-        .map(|a| ParetoPoint {
-            x: a.false_stop_rate * 100.0,
-            y: a.saved_usd_mean,
-            label: if a.setting.is_empty() {
-                "baseline".into()
-            } else {
-                a.setting.clone()
-            },
-            on_frontier: a.pareto,
-        })
-        .collect();
+    // Settings that tie on both axes share one label: "first (+N tied)".
+    let mut points: Vec<ParetoPoint> = Vec::new();
+    for a in aggs {
+        let (x, y) = (a.false_stop_rate * 100.0, a.saved_usd_mean);
+        let tied = points.iter().filter(|p| p.x == x && p.y == y && p.on_frontier == a.pareto).count();
+        if tied > 0 {
+            if let Some(first) = points.iter_mut().find(|p| p.x == x && p.y == y && p.on_frontier == a.pareto) {
+                let base = first.label.split(" (+").next().unwrap_or("").to_string();
+                first.label = format!("{base} (+{tied} tied)");
+            }
+            continue;
+        }
+        points.push(ParetoPoint { x, y, label: short_setting(&a.setting), on_frontier: a.pareto });
+    }
     files.extend(plot::pareto(
         dir,
         "pareto",
@@ -244,4 +245,19 @@ pub fn sweep_plots(
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect())
+}
+
+/// `a.b.c=2;d.e=1` as `c=2, e=1`: the last key segment is enough on a chart.
+fn short_setting(setting: &str) -> String {
+    if setting.is_empty() {
+        return "baseline".into();
+    }
+    setting
+        .split(';')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) => format!("{}={v}", k.rsplit('.').next().unwrap_or(k)),
+            None => kv.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
