@@ -223,15 +223,26 @@ pub fn sweep_plots(
     let mut points: Vec<ParetoPoint> = Vec::new();
     for a in aggs {
         let (x, y) = (a.false_stop_rate * 100.0, a.saved_usd_mean);
-        let tied = points.iter().filter(|p| p.x == x && p.y == y && p.on_frontier == a.pareto).count();
+        let tied = points
+            .iter()
+            .filter(|p| p.x == x && p.y == y && p.on_frontier == a.pareto)
+            .count();
         if tied > 0 {
-            if let Some(first) = points.iter_mut().find(|p| p.x == x && p.y == y && p.on_frontier == a.pareto) {
+            if let Some(first) = points
+                .iter_mut()
+                .find(|p| p.x == x && p.y == y && p.on_frontier == a.pareto)
+            {
                 let base = first.label.split(" (+").next().unwrap_or("").to_string();
                 first.label = format!("{base} (+{tied} tied)");
             }
             continue;
         }
-        points.push(ParetoPoint { x, y, label: short_setting(&a.setting), on_frontier: a.pareto });
+        points.push(ParetoPoint {
+            x,
+            y,
+            label: short_setting(&a.setting),
+            on_frontier: a.pareto,
+        });
     }
     files.extend(plot::pareto(
         dir,

@@ -452,18 +452,24 @@ impl Aggregator {
                 }
             })
             .collect();
-        // Pareto: no other setting saves at least as much with at most as many false stops,
-        // and is strictly better in one of the two.
-        let snapshot = out.clone();
-        for a in &mut out {
-            a.pareto = !snapshot.iter().any(|b| {
-                b.saved_usd_mean >= a.saved_usd_mean
-                    && b.false_stop_rate <= a.false_stop_rate
-                    && (b.saved_usd_mean > a.saved_usd_mean
-                        || b.false_stop_rate < a.false_stop_rate)
-            });
-        }
+        mark_pareto(&mut out);
         out
+    }
+}
+
+/// Marks the Pareto-optimal settings: no other saves at least as much with at most as many
+/// false stops and is strictly better in one of the two.
+pub fn mark_pareto(aggs: &mut [Aggregate]) {
+    let points: Vec<(f64, f64)> = aggs
+        .iter()
+        .map(|a| (a.saved_usd_mean, a.false_stop_rate))
+        .collect();
+    for a in aggs.iter_mut() {
+        a.pareto = !points.iter().any(|&(saved, fs)| {
+            saved >= a.saved_usd_mean
+                && fs <= a.false_stop_rate
+                && (saved > a.saved_usd_mean || fs < a.false_stop_rate)
+        });
     }
 }
 
@@ -617,4 +623,108 @@ pub fn merge(
         )));
     }
     Ok((spec, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agg(setting: &str, saved: f64, false_stops: f64) -> Aggregate {
+        Aggregate {
+            setting: setting.into(),
+            profile: "p".into(),
+            loop_runs: 1,
+            waste_usd_mean: 0.0,
+            waste_usd_p50: 0.0,
+            waste_usd_p95: 0.0,
+            waste_calls_mean: 0.0,
+            waste_calls_p50: 0.0,
+            waste_calls_p95: 0.0,
+            waste_min_mean: 0.0,
+            waste_min_p50: 0.0,
+            waste_min_p95: 0.0,
+            never_stopped: 0.0,
+            healthy_runs: 1,
+            false_stop_rate: false_stops,
+            saved_usd_mean: saved,
+            pareto: false,
+        }
+    }
+
+    fn frontier(aggs: &[Aggregate]) -> Vec<Aggregate> {
+        let mut v = aggs.to_vec();
+        mark_pareto(&mut v);
+        v
+    }
+
+    #[test]
+    fn pareto_and_recommendation() {
+        let aggs = frontier(&[
+            agg("", 0.0, 0.0),
+            agg("a", 5.0, 0.0),
+            agg("b", 4.0, 0.0),
+            agg("c", 9.0, 0.5),
+            agg("d", 8.0, 0.6),
+        ]);
+        let on: Vec<&str> = aggs
+            .iter()
+            .filter(|a| a.pareto)
+            .map(|a| a.setting.as_str())
+            .collect();
+        assert_eq!(
+            on,
+            ["a", "c"],
+            "b is dominated by a, d by c, the baseline by a"
+        );
+        let (best, why) = recommend(&aggs).unwrap();
+        assert_eq!(best.setting, "a");
+        assert!(why.contains("without stopping any healthy run"));
+        let dirty = frontier(&[agg("x", 3.0, 0.2), agg("y", 6.0, 0.4)]);
+        let (best, why) = recommend(&dirty).unwrap();
+        assert_eq!(best.setting, "x", "fewest false stops when none is clean");
+        assert!(why.contains("stops the fewest (20%)"), "{why}");
+    }
+
+    #[test]
+    fn aggregator_matches_the_definitions() {
+        let row = |setting: &str, label: &str, seed: u64, waste: f64, stopped: bool| {
+            let mut r: RunMetrics = serde_json::from_value(serde_json::json!({
+                "job": 0, "scenario": format!("{label}-s"), "label": label, "scenario_hash": "", "config_hash": "",
+                "setting": setting, "profile": "p", "platform": "", "seed": seed, "exit_reason": "",
+                "duration_min": 0.0, "calls": 0, "parent_calls": 0, "input_tokens": 0, "cache_read_tokens": 0,
+                "output_tokens": 0, "approval_calls": 0, "cost_usd": 0.0, "model_latency_s": 0.0, "tool_time_s": 0.0,
+                "wait_s": 0.0, "warnings": 0, "first_warning_call": null, "first_warning_min": null,
+                "stop_code": if stopped { "x" } else { "" }, "stop_call": null, "stop_min": null,
+                "waste_calls": 0, "waste_input_tokens": 0, "waste_usd": waste, "waste_min": 0.0,
+                "hit_horizon": false, "trace_hash": ""
+            }))
+            .unwrap();
+            r.waste_usd = waste;
+            r
+        };
+        let rows = vec![
+            row("", "loop", 0, 10.0, false),
+            row("", "loop", 1, 20.0, false),
+            row("", "healthy", 0, 0.0, false),
+            row("k=1", "loop", 0, 1.0, true),
+            row("k=1", "loop", 1, 3.0, true),
+            row("k=1", "healthy", 0, 0.0, true),
+        ];
+        let a = aggregate(&rows, true);
+        assert_eq!(a.len(), 2);
+        assert_eq!(
+            (a[0].waste_usd_mean, a[0].never_stopped, a[0].saved_usd_mean),
+            (15.0, 1.0, 0.0)
+        );
+        assert_eq!(
+            (a[1].waste_usd_mean, a[1].waste_usd_p50, a[1].waste_usd_p95),
+            (2.0, 1.0, 3.0)
+        );
+        assert_eq!((a[1].never_stopped, a[1].false_stop_rate), (0.0, 1.0));
+        assert_eq!(a[1].saved_usd_mean, 13.0, "((10-1) + (20-3)) / 2");
+        assert!(
+            a[0].pareto && a[1].pareto,
+            "no false stops vs more savings: both optimal"
+        );
+    }
 }
