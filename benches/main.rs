@@ -5,7 +5,9 @@
 //!    (`benches/python_controller.py`, target: at least 20x faster);
 //! 3. `process/loopsim_guard_0_19` vs `tests/conformance/hermes_driver.py` on the same
 //!    200,000-line stream (target: at least 10x faster);
-//! 4. `sim/incident_run`: the whole 84-minute incident scenario (target: under 1 ms).
+//! 4. `sim/incident_run`: the whole 84-minute incident scenario (target: under 1 ms);
+//! 5. `sweep/runs_1_thread` vs `sweep/runs_2_threads` (target: at least 1.8x), and the peak
+//!    memory of a 100,000-run sweep against a 10,000-run one (target: flat).
 //!
 //! `cargo bench --bench loopsim` (add `-- --quick` for a fast run). Python:
 //! `$LOOPSIM_PYTHON`, else `target/hermes-venv/bin/python`; without it the Python sides print
@@ -25,8 +27,14 @@ mod seq;
 mod sim;
 #[path = "suite/support.rs"]
 mod support;
+#[path = "suite/sweep.rs"]
+mod sweep;
 
 use std::process::Command;
+
+/// The same allocator as the `loopsim` binary, so in-process figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::Criterion;
 
@@ -39,6 +47,7 @@ fn main() {
     engine::benches(&mut c, &seq);
     process::benches(&mut c, &ctx);
     sim::benches(&mut c);
+    sweep::benches(&mut c);
     c.final_summary();
     if ctx.measuring {
         summary(&ctx, &seq);
@@ -177,6 +186,32 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence) {
             notes.push(format!(
                 "incident run with its trace serialised and hashed: {:.3} ms",
                 traced / 1e6
+            ));
+        }
+    }
+
+    if let (Some((one, _)), Some((two, _))) = (per_iter_ns(sweep::ONE), per_iter_ns(sweep::TWO)) {
+        let runs = sweep::setup(sweep::SEEDS).2.len() as f64;
+        let (r1, r2) = (runs / (one / 1e9), runs / (two / 1e9));
+        rows.push(format!(
+            "| sweep throughput, 2 threads vs 1 ({} runs of small scenarios, rows streamed) | {r2:.0} runs/s | {r1:.0} runs/s | {:.2}x | >= 1.8x |",
+            runs as u64,
+            r2 / r1
+        ));
+        // Memory: a short sweep first, then a ten times longer one; streamed rows keep it flat.
+        let (small, large) = if ctx.quick {
+            (3_000, 30_000)
+        } else {
+            (10_000, 100_000)
+        };
+        let (n1, m1) = sweep::peak_after(small);
+        let (n2, m2) = sweep::peak_after(large);
+        if let (Some(m1), Some(m2)) = (m1, m2) {
+            rows.push(format!(
+                "| peak memory (VmHWM) after a {n2}-run sweep vs after a {n1}-run sweep | {:.1} MiB | {:.1} MiB | {:.2}x | flat (~1x) |",
+                m2 as f64 / 1024.0,
+                m1 as f64 / 1024.0,
+                m2 as f64 / m1 as f64
             ));
         }
     }

@@ -17,6 +17,11 @@ use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary, run};
 use loopsim_world::trace::{self, SharedBuf, TraceWriter};
 
+/// glibc's allocator serialises frees of memory allocated on another thread, which a sweep
+/// does for every row; mimalloc does not (see the sweep bench).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Deterministic simulation and benchmarking of LLM agent-loop governance.
 #[derive(Parser)]
 #[command(name = "loopsim", version, about)]
@@ -478,13 +483,14 @@ fn sweep_cmd(
         axes,
         seeds: (seeds.start, seeds.end),
     };
-    let all = spec.jobs()?;
+    let plan = spec.plan()?;
     spec.validate(&scenarios)?;
-    let total = all.len() as u64;
-    let jobs: Vec<sweep::Job> = match shard {
-        Some((k, n)) => all.into_iter().filter(|j| j.index % n == k - 1).collect(),
-        None => all,
+    let total = plan.len();
+    let (first, step) = match shard {
+        Some((k, n)) => (k - 1, n),
+        None => (0, 1),
     };
+    let indices = (first..total).step_by(step as usize);
     let dir = out
         .cloned()
         .unwrap_or_else(|| PathBuf::from("reports/sweep"));
@@ -495,25 +501,27 @@ fn sweep_cmd(
     };
     // Rows stream to sweep.csv and into the aggregation as they come: memory stays flat.
     let csv_path = dir.join("sweep.csv");
-    let file = AtomicFile::create(&csv_path)
+    let mut file = AtomicFile::create(&csv_path)
         .with_context(|| format!("{}: cannot write", csv_path.display()))?;
-    let mut csv_out = csv::Writer::from_writer(file);
+    file.write_all(&metrics::csv_header())?;
     let mut agg = sweep::Aggregator::new(!manifest.spec.profiles.is_empty());
     let mut runs = 0usize;
-    let bar = progress_bar(jobs.len() as u64);
+    let bar = progress_bar(total.saturating_sub(first).div_ceil(step));
     sweep::run_jobs(
         &manifest.spec,
+        &plan,
         &scenarios,
-        &jobs,
+        indices,
         &|| {
             if let Some(b) = &bar {
                 b.inc(1);
             }
         },
-        &mut |row| {
+        &metrics::csv_line,
+        &mut |row, line| {
             runs += 1;
             agg.push(&row);
-            csv_out.serialize(&row).map_err(|e| sweep::SweepError::Run {
+            file.write_all(&line).map_err(|e| sweep::SweepError::Run {
                 job: row.job,
                 message: format!("writing sweep.csv: {e}"),
             })
@@ -522,10 +530,8 @@ fn sweep_cmd(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    csv_out
-        .into_inner()
-        .map_err(|e| anyhow::anyhow!("{}: {}", csv_path.display(), e.error()))?
-        .commit()?;
+    file.commit()
+        .with_context(|| format!("{}: cannot write", csv_path.display()))?;
     finish_sweep(&dir, &manifest, runs, agg)
 }
 

@@ -79,6 +79,65 @@ impl EngineConfig {
         c
     }
 
+    /// A hash of everything that decides the engine's behaviour (not the notes or the
+    /// platform's name, only its effect), for report rows and trace headers.
+    pub fn fingerprint(&self) -> crate::hash::Hash {
+        use crate::delegation::ChildBudget;
+        use crate::turn::GraceMode;
+        let g = &self.guardrails;
+        let r = &self.rules;
+        let d = &self.delegation;
+        let mut b: Vec<u8> = Vec::with_capacity(128);
+        b.extend_from_slice(self.profile.as_str().as_bytes());
+        b.push(0);
+        for n in [
+            self.max_iterations,
+            g.exact_failure_warn_after as u64,
+            g.exact_failure_block_after as u64,
+            g.same_tool_failure_warn_after as u64,
+            g.same_tool_failure_halt_after as u64,
+            g.no_progress_warn_after as u64,
+            g.no_progress_block_after as u64,
+            g.loop_caps.max_web_searches as u64,
+            g.loop_caps.max_subagents as u64,
+            d.child_max_iterations,
+            d.max_concurrent_children as u64,
+            d.max_spawn_depth as u64,
+            d.child_timeout_us.map_or(u64::MAX, |t| t),
+            match d.child_budget {
+                ChildBudget::Independent => u64::MAX,
+                ChildBudget::Shared => u64::MAX - 1,
+                ChildBudget::Reserved(n) => n,
+            },
+            match self.turn.grace {
+                GraceMode::None => 0,
+                GraceMode::SummaryCall => 1,
+                GraceMode::ExtraToolsFreeCall => 2,
+            },
+        ] {
+            b.extend_from_slice(&n.to_le_bytes());
+        }
+        for f in [
+            g.warnings_enabled,
+            g.hard_stop_enabled,
+            g.non_interactive_hard_stop_enabled,
+            r.platform_rule,
+            r.loop_caps,
+            r.progress_reset,
+            r.failure_tolerant,
+            r.refusal_not_failure,
+            r.result_hashing == crate::hash::ResultHashing::StripExecuteCodeVolatile,
+            r.stall_guards,
+            r.cycle_halt_ends_turn,
+            r.tool_sets == crate::guardrails::ToolSets::Newest,
+            d.background_top_level,
+            self.turn.refund_extends_call_cap,
+        ] {
+            b.push(f as u8);
+        }
+        crate::hash::Hash::of(&b)
+    }
+
     fn apply_platform(&mut self) {
         if self.rules.platform_rule {
             self.guardrails = self.guardrails.with_platform(self.platform.as_deref());

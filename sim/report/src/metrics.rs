@@ -5,7 +5,7 @@ use loopsim_world::sim::RunSummary;
 use serde::{Deserialize, Serialize};
 
 /// A run's metrics. The waste is what the parent spent after its scenario's loop began.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
     /// The job's index in its sweep (0 outside sweeps): shards merge by it.
     pub job: u64,
@@ -130,6 +130,26 @@ pub fn to_csv(rows: &[RunMetrics]) -> Result<Vec<u8>, csv::Error> {
         w.serialize(r)?;
     }
     w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
+}
+
+/// The CSV header line of [`RunMetrics`] rows.
+pub fn csv_header() -> Vec<u8> {
+    let all = to_csv(&[RunMetrics::default()]).expect("serialisable");
+    let end = all
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(all.len(), |i| i + 1);
+    all[..end].to_vec()
+}
+
+/// One row as a CSV line (no header), for writers that stream.
+pub fn csv_line(row: &RunMetrics) -> Vec<u8> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .buffer_capacity(1024)
+        .from_writer(Vec::with_capacity(512));
+    w.serialize(row).expect("serialisable");
+    w.into_inner().expect("in memory")
 }
 
 /// Reads rows written by [`to_csv`].

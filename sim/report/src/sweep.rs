@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use loopsim_engine::profile::ProfileName;
-use loopsim_world::scenario::{Label, Scenario};
+use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{RunOptions, run};
 use loopsim_world::trace::TraceWriter;
 use rayon::prelude::*;
@@ -150,16 +150,6 @@ pub struct SweepSpec {
     pub seeds: (u64, u64),
 }
 
-/// One run of a sweep. `setting` empty means the scenario as written (the baseline).
-#[derive(Clone, Debug)]
-pub struct Job {
-    pub index: u64,
-    pub scenario: usize,
-    pub profile: Option<ProfileName>,
-    pub setting: Vec<(String, String)>,
-    pub seed: u64,
-}
-
 impl SweepSpec {
     /// Every setting: the baseline first, then the grid's cross product in axis order.
     pub fn settings(&self) -> Vec<Vec<(String, String)>> {
@@ -197,8 +187,8 @@ impl SweepSpec {
         Ok(())
     }
 
-    /// All jobs in their fixed order: setting, scenario, profile, seed.
-    pub fn jobs(&self) -> Result<Vec<Job>, SweepError> {
+    /// The plan of all jobs; each is computed from its index, so none is kept in memory.
+    pub fn plan(&self) -> Result<Plan, SweepError> {
         let profiles: Vec<Option<ProfileName>> = if self.profiles.is_empty() {
             vec![None]
         } else {
@@ -216,23 +206,75 @@ impl SweepSpec {
                 })
                 .collect::<Result<_, _>>()?
         };
-        let mut jobs = Vec::new();
-        for setting in self.settings() {
-            for scenario in 0..self.scenarios.len() {
-                for profile in &profiles {
-                    for seed in self.seeds.0..self.seeds.1 {
-                        jobs.push(Job {
-                            index: jobs.len() as u64,
-                            scenario,
-                            profile: *profile,
-                            setting: setting.clone(),
-                            seed,
-                        });
-                    }
-                }
-            }
+        let settings = self.settings();
+        let labels = settings.iter().map(|s| setting_label(s)).collect();
+        Ok(Plan {
+            settings,
+            labels,
+            profiles,
+            scenarios: self.scenarios.len() as u64,
+            seeds: self.seeds,
+        })
+    }
+}
+
+/// Every job of a sweep in its fixed order: setting, scenario, profile, seed.
+pub struct Plan {
+    settings: Vec<Vec<(String, String)>>,
+    labels: Vec<String>,
+    profiles: Vec<Option<ProfileName>>,
+    scenarios: u64,
+    seeds: (u64, u64),
+}
+
+/// One run of a sweep. Setting 0 is the scenario as written (the baseline).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Job {
+    pub index: u64,
+    pub setting: usize,
+    pub scenario: usize,
+    pub profile: Option<ProfileName>,
+    pub seed: u64,
+}
+
+impl Plan {
+    pub fn len(&self) -> u64 {
+        self.settings.len() as u64
+            * self.scenarios
+            * self.profiles.len() as u64
+            * (self.seeds.1 - self.seeds.0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The job with this index.
+    pub fn job(&self, index: u64) -> Job {
+        let seeds = self.seeds.1 - self.seeds.0;
+        let profiles = self.profiles.len() as u64;
+        let seed = self.seeds.0 + index % seeds;
+        let rest = index / seeds;
+        let profile = self.profiles[(rest % profiles) as usize];
+        let rest = rest / profiles;
+        let scenario = (rest % self.scenarios) as usize;
+        let setting = (rest / self.scenarios) as usize;
+        Job {
+            index,
+            setting,
+            scenario,
+            profile,
+            seed,
         }
-        Ok(jobs)
+    }
+
+    pub fn setting(&self, i: usize) -> &[(String, String)] {
+        &self.settings[i]
+    }
+
+    /// `key=value;key=value` of setting `i` (empty for the baseline).
+    pub fn label(&self, i: usize) -> &str {
+        &self.labels[i]
     }
 }
 
@@ -247,51 +289,96 @@ pub fn setting_label(setting: &[(String, String)]) -> String {
 
 /// Jobs run in parallel in chunks of this many; results leave each chunk in job order, so
 /// memory stays flat however long the sweep.
-pub const CHUNK: usize = 2048;
+pub const CHUNK: usize = 1024;
 
-fn run_job(spec: &SweepSpec, scenarios: &[Scenario], job: &Job) -> Result<RunMetrics, SweepError> {
-    let mut sc = scenarios[job.scenario].clone();
-    for (k, v) in &job.setting {
-        sc = sc.with_config(k, toml_value(v))?;
-    }
+fn run_job(
+    spec: &SweepSpec,
+    plan: &Plan,
+    sc: &Scenario,
+    job: &Job,
+) -> Result<RunMetrics, SweepError> {
     let opts = RunOptions {
         seed: Some(job.seed),
         profile: job.profile,
         platform: spec.platform.clone(),
         ..RunOptions::default()
     };
-    let summary = run(&sc, &opts, TraceWriter::off()).map_err(|e| SweepError::Run {
+    let summary = run(sc, &opts, TraceWriter::off()).map_err(|e| SweepError::Run {
         job: job.index,
         message: e.to_string(),
     })?;
-    let mut m = RunMetrics::from_summary(&summary, &setting_label(&job.setting));
+    let mut m = RunMetrics::from_summary(&summary, plan.label(job.setting));
     m.job = job.index;
     Ok(m)
 }
 
-/// Runs `jobs` on rayon's pool and hands each result to `sink` in job order.
-/// `done` is called once per finished job (for a progress bar).
-pub fn run_jobs(
+/// Runs one chunk of jobs in parallel: each (setting, scenario) is configured once.
+fn run_chunk(
     spec: &SweepSpec,
+    plan: &Plan,
     scenarios: &[Scenario],
     jobs: &[Job],
     done: &(dyn Fn() + Sync),
-    sink: &mut dyn FnMut(RunMetrics) -> Result<(), SweepError>,
-) -> Result<(), SweepError> {
-    for chunk in jobs.chunks(CHUNK) {
-        let rows: Vec<RunMetrics> = chunk
-            .par_iter()
-            .map(|job| {
-                let m = run_job(spec, scenarios, job);
-                done();
-                m
-            })
-            .collect::<Result<_, _>>()?;
-        for r in rows {
-            sink(r)?;
+    encode: &(dyn Fn(&RunMetrics) -> Vec<u8> + Sync),
+) -> Result<Vec<(RunMetrics, Vec<u8>)>, SweepError> {
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for j in jobs {
+        if !pairs.contains(&(j.setting, j.scenario)) {
+            pairs.push((j.setting, j.scenario));
         }
     }
-    Ok(())
+    let prepared: Vec<((usize, usize), Scenario)> = pairs
+        .par_iter()
+        .map(|&(setting, scenario)| {
+            let mut sc = scenarios[scenario].clone();
+            for (k, v) in plan.setting(setting) {
+                sc = sc.with_config(k, toml_value(v))?;
+            }
+            Ok(((setting, scenario), sc))
+        })
+        .collect::<Result<_, SweepError>>()?;
+    jobs.par_iter()
+        .map(|job| {
+            let sc = &prepared
+                .iter()
+                .find(|(k, _)| *k == (job.setting, job.scenario))
+                .expect("prepared")
+                .1;
+            let m = run_job(spec, plan, sc, job)?;
+            let bytes = encode(&m);
+            done();
+            Ok((m, bytes))
+        })
+        .collect()
+}
+
+/// Runs the jobs with these indices (ascending) on rayon's pool. Each result is encoded by
+/// `encode` in parallel (a CSV line, say) and handed to `sink` in job order, while the next
+/// chunk already runs; `done` is called once per finished job (for a progress bar).
+pub fn run_jobs(
+    spec: &SweepSpec,
+    plan: &Plan,
+    scenarios: &[Scenario],
+    indices: impl Iterator<Item = u64>,
+    done: &(dyn Fn() + Sync),
+    encode: &(dyn Fn(&RunMetrics) -> Vec<u8> + Sync),
+    sink: &mut (dyn FnMut(RunMetrics, Vec<u8>) -> Result<(), SweepError> + Send),
+) -> Result<(), SweepError> {
+    let mut indices = indices.peekable();
+    let mut pending: Vec<(RunMetrics, Vec<u8>)> = Vec::new();
+    loop {
+        let jobs: Vec<Job> = indices.by_ref().take(CHUNK).map(|i| plan.job(i)).collect();
+        if jobs.is_empty() && pending.is_empty() {
+            return Ok(());
+        }
+        let previous = std::mem::take(&mut pending);
+        let (computed, sunk) = rayon::join(
+            || run_chunk(spec, plan, scenarios, &jobs, done, encode),
+            || previous.into_iter().try_for_each(|(r, b)| sink(r, b)),
+        );
+        sunk?;
+        pending = computed?;
+    }
 }
 
 /// Aggregated figures of one setting (and profile).
@@ -344,6 +431,9 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
 /// The profile column when each scenario runs under its own profile.
 pub const OWN_PROFILES: &str = "(each scenario's)";
 
+/// The label of loop scenarios in rows.
+const LOOP: &str = "loop";
+
 #[derive(Default)]
 struct Acc {
     waste_usd: Vec<f64>,
@@ -355,13 +445,20 @@ struct Acc {
     saved: Vec<f64>,
 }
 
-/// Aggregates rows as they stream by, keeping a few numbers per run, not the rows.
+/// Baseline waste by scenario, profile and seed (looked up by `&str`, without allocating).
+type Baselines = std::collections::BTreeMap<
+    String,
+    std::collections::BTreeMap<String, std::collections::BTreeMap<u64, f64>>,
+>;
+
+/// Aggregates rows as they stream by, keeping a few numbers per run, not the rows. It runs
+/// on the sweep's one serial path, so a push allocates only for new keys and baselines.
 pub struct Aggregator {
     by_profile: bool,
     keys: Vec<(String, String)>,
     accs: Vec<Acc>,
     /// Baseline waste per (scenario, profile, seed): baseline jobs come first.
-    baseline: std::collections::BTreeMap<(String, String, u64), f64>,
+    baseline: Baselines,
 }
 
 impl Aggregator {
@@ -371,36 +468,50 @@ impl Aggregator {
             by_profile,
             keys: Vec::new(),
             accs: Vec::new(),
-            baseline: Default::default(),
+            baseline: Baselines::new(),
         }
     }
 
     pub fn push(&mut self, r: &RunMetrics) {
         let profile = if self.by_profile {
-            r.profile.clone()
+            r.profile.as_str()
         } else {
-            OWN_PROFILES.to_string()
+            OWN_PROFILES
         };
-        let key = (r.setting.clone(), profile);
-        let i = match self.keys.iter().position(|k| *k == key) {
+        // Rows come setting by setting, so the key is almost always the last one.
+        let i = match self
+            .keys
+            .iter()
+            .rposition(|(s, p)| *s == r.setting && p == profile)
+        {
             Some(i) => i,
             None => {
-                self.keys.push(key);
+                self.keys.push((r.setting.clone(), profile.to_string()));
                 self.accs.push(Acc::default());
                 self.accs.len() - 1
             }
         };
-        let base_key = (r.scenario.clone(), r.profile.clone(), r.seed);
         if r.setting.is_empty() {
-            self.baseline.insert(base_key.clone(), r.waste_usd);
+            self.baseline
+                .entry(r.scenario.clone())
+                .or_default()
+                .entry(r.profile.clone())
+                .or_default()
+                .insert(r.seed, r.waste_usd);
         }
+        let base = self
+            .baseline
+            .get(r.scenario.as_str())
+            .and_then(|m| m.get(r.profile.as_str()))
+            .and_then(|m| m.get(&r.seed))
+            .copied();
         let a = &mut self.accs[i];
-        if r.label == Label::Loop.to_string() {
+        if r.label == LOOP {
             a.waste_usd.push(r.waste_usd);
             a.waste_calls.push(r.waste_calls as f64);
             a.waste_min.push(r.waste_min);
             a.loops_stopped += u64::from(r.stopped());
-            if let Some(b) = self.baseline.get(&base_key) {
+            if let Some(b) = base {
                 a.saved.push(b - r.waste_usd);
             }
         } else {

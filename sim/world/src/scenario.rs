@@ -361,6 +361,8 @@ pub struct Scenario {
     pub file: ScenarioFile,
     pub profile: ProfileName,
     pub child_budget: ChildBudget,
+    /// `[config]` as the values Hermes would have read (kept in step with `file.config`).
+    config_node: Node,
 }
 
 struct Lines<'a> {
@@ -467,6 +469,7 @@ impl Scenario {
         let s = Scenario {
             path: file.to_string(),
             content_hash: Hash::of(text.as_bytes()),
+            config_node: table_to_node(parsed.config.get_ref()),
             file: parsed,
             profile,
             child_budget,
@@ -744,6 +747,7 @@ impl Scenario {
             };
         }
         table.insert(parts[parts.len() - 1].to_string(), value);
+        s.config_node = table_to_node(s.file.config.get_ref());
         s.engine_config(None).map_err(|e| bad(e.to_string()))?;
         Ok(s)
     }
@@ -751,15 +755,39 @@ impl Scenario {
     /// The engine configuration: the profile, the scenario's `[config]`, and the platform
     /// (`platform` overrides the scenario's).
     pub fn engine_config(&self, platform: Option<&str>) -> Result<EngineConfig, ConfigError> {
+        self.engine_config_as(self.profile, platform)
+    }
+
+    /// [`Scenario::engine_config`] under another profile.
+    pub fn engine_config_as(
+        &self,
+        profile: ProfileName,
+        platform: Option<&str>,
+    ) -> Result<EngineConfig, ConfigError> {
         let platform = platform.or(self.file.platform.as_deref());
-        let mut c = EngineConfig::from_node(
-            self.profile,
-            platform,
-            &toml_to_node(&toml::Value::Table(self.file.config.get_ref().clone())),
-            &self.path,
-        )?;
+        let mut c = EngineConfig::from_node(profile, platform, &self.config_node, &self.path)?;
         c.delegation.child_budget = self.child_budget;
         Ok(c)
+    }
+}
+
+/// A TOML table as the YAML mapping Hermes would have read.
+pub fn table_to_node(t: &toml::Table) -> Node {
+    Node {
+        value: Yaml::Map(
+            t.iter()
+                .map(|(k, v)| {
+                    (
+                        Node {
+                            value: Yaml::Str(k.clone()),
+                            line: 0,
+                        },
+                        toml_to_node(v),
+                    )
+                })
+                .collect(),
+        ),
+        line: 0,
     }
 }
 

@@ -302,20 +302,17 @@ fn call_args(
 impl<'s> World<'s> {
     fn new(sc: &'s Scenario, opts: &RunOptions, trace: TraceWriter) -> Result<Self, RunError> {
         let seed = opts.seed.unwrap_or(sc.file.seed);
-        let mut sc_view = sc.clone();
-        if let Some(p) = opts.profile {
-            sc_view.profile = p;
-        }
+        let profile = opts.profile.unwrap_or(sc.profile);
         let platform = opts.platform.as_deref();
         let build = |platform: Option<&str>| -> Result<EngineConfig, RunError> {
             let mut c = match &opts.config_yaml {
                 Some((name, text)) => EngineConfig::from_yaml(
-                    sc_view.profile,
+                    profile,
                     platform.or(sc.file.platform.as_deref()),
                     text,
                     name,
                 )?,
-                None => sc_view.engine_config(platform)?,
+                None => sc.engine_config_as(profile, platform)?,
             };
             c.delegation.child_budget = sc.child_budget;
             Ok(c)
@@ -353,14 +350,7 @@ impl<'s> World<'s> {
             config_hash: String::new(),
             cfg,
         };
-        let config_hash = Hash::of(
-            format!(
-                "{:?}|{:?}|{:?}|{}|{:?}",
-                w.cfg.guardrails, w.cfg.delegation, w.cfg.turn, w.cfg.max_iterations, w.cfg.rules
-            )
-            .as_bytes(),
-        )
-        .hex();
+        let config_hash = w.cfg.fingerprint().hex();
         w.config_hash = config_hash.clone();
         let header = Header {
             format: trace::FORMAT.into(),
