@@ -247,7 +247,10 @@ pub fn sweep_plots(
     files.extend(plot::pareto(
         dir,
         "pareto",
-        "cost saved vs false stops",
+        &format!(
+            "cost saved vs false stops (points: {})",
+            short_keys(&spec.axes.iter().map(|a| a.key.as_str()).collect::<Vec<_>>()).join(" / ")
+        ),
         "healthy runs stopped (%)",
         "saved per loop run ($)",
         &points,
@@ -258,17 +261,49 @@ pub fn sweep_plots(
         .collect())
 }
 
-/// `a.b.c=2;d.e=1` as `c=2, e=1`: the last key segment is enough on a chart.
+/// A setting's values only, `2 / 1`, in axis order (the chart title names the keys).
 fn short_setting(setting: &str) -> String {
     if setting.is_empty() {
         return "baseline".into();
     }
     setting
         .split(';')
-        .map(|kv| match kv.split_once('=') {
-            Some((k, v)) => format!("{}={v}", k.rsplit('.').next().unwrap_or(k)),
-            None => kv.to_string(),
-        })
+        .map(|kv| kv.split_once('=').map_or(kv, |(_, v)| v))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(" / ")
+}
+
+/// What tells the keys apart: the segments left after the ones all keys share at the start
+/// and at the end (a single key: its last segment).
+fn short_keys(keys: &[&str]) -> Vec<String> {
+    let split: Vec<Vec<&str>> = keys.iter().map(|k| k.split('.').collect()).collect();
+    if split.len() < 2 {
+        return split
+            .iter()
+            .map(|p| p.last().copied().unwrap_or("").to_string())
+            .collect();
+    }
+    let shortest = split.iter().map(Vec::len).min().unwrap_or(0);
+    let head = (0..shortest)
+        .take_while(|&i| split.iter().all(|p| p[i] == split[0][i]))
+        .count();
+    let tail = (0..shortest - head)
+        .take_while(|&i| {
+            split
+                .iter()
+                .all(|p| p[p.len() - 1 - i] == split[0][split[0].len() - 1 - i])
+        })
+        .count();
+    split
+        .iter()
+        .zip(keys)
+        .map(|(p, k)| {
+            let middle = &p[head..p.len() - tail];
+            if middle.is_empty() {
+                k.to_string()
+            } else {
+                middle.join(".")
+            }
+        })
+        .collect()
 }

@@ -1025,7 +1025,10 @@ impl World<'_> {
         let step = &script[i];
         ag.rep += 1;
         let model = &self.sc.file.models[ag.spec.model.get_ref()];
-        let heeded = ag.round_flagged && ag.rng.random::<f64>() < *model.heed_probability.get_ref();
+        // Draw only when heeding is possible: otherwise a warning would shift the model's
+        // random stream and another engine's run would not replay the same behaviour.
+        let heed = *model.heed_probability.get_ref();
+        let heeded = ag.round_flagged && heed > 0.0 && ag.rng.random::<f64>() < heed;
         let done = heeded
             || match step.until {
                 None => ag.rep >= step.times,
