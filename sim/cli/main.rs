@@ -621,13 +621,7 @@ fn merge_cmd(shards: &[PathBuf], out: &std::path::Path) -> Result<()> {
 }
 
 fn list_cmd(dir: &std::path::Path) -> Result<()> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("{}: cannot read the scenario folder", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    paths.sort();
-    for p in paths {
+    for p in scenario_paths(dir)? {
         let sc = load_scenario(&p)?;
         let text = sc
             .file

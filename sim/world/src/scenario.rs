@@ -800,19 +800,7 @@ pub fn toml_to_node(v: &toml::Value) -> Node {
         toml::Value::Boolean(b) => Yaml::Bool(*b),
         toml::Value::Datetime(d) => Yaml::Str(d.to_string()),
         toml::Value::Array(a) => Yaml::Seq(a.iter().map(toml_to_node).collect()),
-        toml::Value::Table(t) => Yaml::Map(
-            t.iter()
-                .map(|(k, v)| {
-                    (
-                        Node {
-                            value: Yaml::Str(k.clone()),
-                            line: 0,
-                        },
-                        toml_to_node(v),
-                    )
-                })
-                .collect(),
-        ),
+        toml::Value::Table(t) => return table_to_node(t),
     };
     Node { value, line: 0 }
 }
