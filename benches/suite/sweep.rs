@@ -13,7 +13,7 @@ use crate::support::{root, timed};
 pub const ONE: &str = "sweep/runs_1_thread";
 pub const TWO: &str = "sweep/runs_2_threads";
 /// Seeds per setting and scenario in the throughput bench (a sweep usually has dozens).
-pub const SEEDS: u64 = 64;
+pub const SEEDS: u64 = 256;
 
 /// Small scenarios (a few dozen events each) and a two-axis grid.
 pub fn setup(seeds: u64) -> (SweepSpec, Vec<Scenario>, Plan) {
