@@ -11,7 +11,7 @@ use loopsim_engine::guard::GuardSession;
 use loopsim_engine::profile::ProfileName;
 use loopsim_report::metrics::{self, RunMetrics};
 use loopsim_report::output::{AtomicFile, write_atomic};
-use loopsim_report::{plots, sweep};
+use loopsim_report::{check, plots, sweep};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary, run};
@@ -108,6 +108,36 @@ enum Command {
         shards: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Check scenarios' expectations over their seeds and profiles (exit 1 if any fails).
+    Check {
+        /// Scenario files or folders (default: scenarios/).
+        paths: Vec<PathBuf>,
+        /// Also write JUnit XML (one test case per scenario x seed x profile).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Write the exact metrics of every run as a baseline for `loopsim gate`.
+        #[arg(long)]
+        save_baseline: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Re-run a baseline's runs and fail when a metric got worse than allowed.
+    Gate {
+        #[arg(long)]
+        baseline: PathBuf,
+        /// Allowed increase per metric: `5%` (default) or `0.05`.
+        #[arg(long, default_value = "5%")]
+        max_increase: String,
+        /// Fail on any change, better or worse, and on moved stops and warnings.
+        #[arg(long)]
+        fail_on_any_change: bool,
+        /// Rewrite the baseline with the current figures (and pass).
+        #[arg(long)]
+        update: bool,
+        /// Also write the current figures in the Bencher Metric Format.
+        #[arg(long)]
+        bmf: Option<PathBuf>,
     },
     /// List the scenarios, one line each.
     List {
@@ -620,6 +650,121 @@ fn merge_cmd(shards: &[PathBuf], out: &std::path::Path) -> Result<()> {
     finish_sweep(out, &manifest, rows.len(), agg)
 }
 
+/// Scenario files from paths that may be files or folders (default: scenarios/).
+fn collect_scenarios(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths.to_vec()
+    };
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            files.extend(scenario_paths(&p)?);
+        } else {
+            files.push(p);
+        }
+    }
+    files.iter().map(|p| load_scenario(p)).collect()
+}
+
+fn check_cmd(
+    paths: &[PathBuf],
+    junit: Option<&PathBuf>,
+    save: Option<&PathBuf>,
+    format: Format,
+) -> Result<()> {
+    let scenarios = collect_scenarios(paths)?;
+    let cases = check::run_checks(&scenarios)?;
+    if let Some(j) = junit {
+        write_atomic(j, check::junit_xml(&cases).as_bytes())
+            .with_context(|| format!("{}: cannot write", j.display()))?;
+    }
+    if let Some(b) = save {
+        let baseline = check::Baseline::from_cases(&cases);
+        write_atomic(b, &serde_json::to_vec_pretty(&baseline)?)
+            .with_context(|| format!("{}: cannot write", b.display()))?;
+    }
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&cases)?),
+        Format::Text => print!("{}", check::text_report(&cases)),
+    }
+    let failed = cases.iter().filter(|c| !c.passed()).count();
+    if failed > 0 {
+        return Err(CheckFailed(format!("{failed} of {} checks failed", cases.len())).into());
+    }
+    Ok(())
+}
+
+fn parse_fraction(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let v: f64 = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| {
+        anyhow::anyhow!(
+            "--max-increase `{s}`: expected a percentage like 5% or a fraction like 0.05"
+        )
+    })?;
+    if !(v.is_finite() && v >= 0.0) {
+        bail!("--max-increase `{s}`: must not be negative");
+    }
+    Ok(v)
+}
+
+fn gate_cmd(
+    path: &std::path::Path,
+    max_increase: &str,
+    any: bool,
+    update: bool,
+    bmf: Option<&PathBuf>,
+) -> Result<()> {
+    let tolerance = parse_fraction(max_increase)?;
+    let text = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read the baseline", path.display()))?;
+    let baseline: check::Baseline = serde_json::from_slice(&text)
+        .with_context(|| format!("{}: not a loopsim baseline", path.display()))?;
+    if baseline.format != check::Baseline::FORMAT {
+        bail!(
+            "{}: format is `{}`, expected `{}`",
+            path.display(),
+            baseline.format,
+            check::Baseline::FORMAT
+        );
+    }
+    let mut files: Vec<PathBuf> = baseline
+        .entries
+        .iter()
+        .map(|e| PathBuf::from(&e.path))
+        .collect();
+    files.dedup();
+    let scenarios = collect_scenarios(&files)?;
+    let cases = check::run_checks(&scenarios)?;
+    let current = check::Baseline::from_cases(&cases);
+    if let Some(b) = bmf {
+        write_atomic(b, &serde_json::to_vec_pretty(&current.bmf())?)
+            .with_context(|| format!("{}: cannot write", b.display()))?;
+    }
+    let diffs = check::gate(&baseline, &current, tolerance, any);
+    print!("{}", check::gate_report(&diffs, current.entries.len()));
+    if update {
+        write_atomic(path, &serde_json::to_vec_pretty(&current)?)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        println!("baseline updated: {}", path.display());
+        return Ok(());
+    }
+    let failing = diffs.iter().filter(|d| d.fails).count();
+    if failing > 0 {
+        return Err(CheckFailed(format!(
+            "gate failed: {failing} metrics worse than {} (rerun with --update to accept)",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 fn list_cmd(dir: &std::path::Path) -> Result<()> {
     for p in scenario_paths(dir)? {
         let sc = load_scenario(&p)?;
@@ -723,6 +868,25 @@ fn main() -> ExitCode {
             format,
         } => replay_cmd(trace, engine, *format),
         Command::List { dir } => list_cmd(dir),
+        Command::Check {
+            paths,
+            junit,
+            save_baseline,
+            format,
+        } => check_cmd(paths, junit.as_ref(), save_baseline.as_ref(), *format),
+        Command::Gate {
+            baseline,
+            max_increase,
+            fail_on_any_change,
+            update,
+            bmf,
+        } => gate_cmd(
+            baseline,
+            max_increase,
+            *fail_on_any_change,
+            *update,
+            bmf.as_ref(),
+        ),
         Command::Sweep {
             scenarios,
             grid,

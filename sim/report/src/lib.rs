@@ -3,6 +3,7 @@
 //! What loopsim writes: the run summary a person reads and output files written atomically.
 //! (Cost reports, plots and sweeps come with their issue.)
 
+pub mod check;
 pub mod markdown;
 pub mod metrics;
 pub mod output;

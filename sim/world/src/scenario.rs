@@ -304,6 +304,12 @@ pub struct Expect {
     /// How many children were started, and how many hit the child timeout.
     pub spawned_children: Option<u64>,
     pub timed_out_children: Option<u64>,
+    /// `loopsim check` runs the expectations for each of these seeds (default: `seed`).
+    #[serde(default)]
+    pub seeds: Vec<u64>,
+    /// ... and each of these profiles (default: `profile`).
+    #[serde(default)]
+    pub profiles: Vec<Spanned<String>>,
 }
 
 /// The file as written.
@@ -587,6 +593,11 @@ impl Scenario {
                 "report.horizon_s",
                 "must be a positive number of seconds",
             );
+        }
+        for p in &f.expect.profiles {
+            if let Err(e) = p.get_ref().parse::<ProfileName>() {
+                return l.err(p.span(), "expect.profiles", e.to_string());
+            }
         }
         if !f.agents.contains_key("parent") {
             return l.err(0..0, "agents", "a scenario needs an agent named `parent`");
