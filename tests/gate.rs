@@ -200,3 +200,66 @@ fn bad_gate_input_is_a_usage_error() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The instruction-count gate (benches/check_instructions.py) on made-up Callgrind results.
+#[test]
+fn the_instruction_gate_fails_above_five_percent() {
+    let python = ["python3", "python"].into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(python) = python else {
+        eprintln!("\n!!! SKIPPED the instruction-gate test: no python3 on this machine\n");
+        return;
+    };
+    let dir = tmp("instructions");
+    let results = dir.join("results");
+    let summary = |group: &str, function: &str, id: &str, ir: u64| {
+        let d = results.join(group).join(format!("{function}.{id}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let body = serde_json::json!({
+            "group": group, "function_name": function, "id": id,
+            "profiles": [{"data": {"parts": [{"metrics": {"Ir": {"values": {"new": ir}}}}]}}]
+        });
+        std::fs::write(d.join("summary.json"), body.to_string()).unwrap();
+    };
+    let limits = dir.join("limits.json");
+    std::fs::write(
+        &limits,
+        r#"{"tolerance": 0.05, "instructions": {"engine/a.x": 1000, "simulator/b.y": 2000}}"#,
+    )
+    .unwrap();
+    let run = || {
+        Command::new(python)
+            .arg(root().join("benches/check_instructions.py"))
+            .env("LOOPSIM_GUNGRAUN_RESULTS", &results)
+            .env("LOOPSIM_INSTRUCTION_LIMITS", &limits)
+            .output()
+            .unwrap()
+    };
+    summary("engine", "a", "x", 1040);
+    summary("simulator", "b", "y", 1500);
+    let o = run();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "4% more and an improvement pass: {}",
+        text(&o)
+    );
+    summary("engine", "a", "x", 1060);
+    let o = run();
+    assert_eq!(o.status.code(), Some(1), "6% more fails: {}", text(&o));
+    assert!(
+        text(&o).contains("| engine/a.x | 1000 | 1060 | +6.00% | FAIL |"),
+        "{}",
+        text(&o)
+    );
+    summary("simulator", "c", "z", 10);
+    assert_eq!(
+        run().status.code(),
+        Some(2),
+        "an unrecorded benchmark is an error"
+    );
+}
