@@ -182,6 +182,15 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence) {
             "simulator: {:.1} M events per second",
             events as f64 / (median / 1e9) / 1e6
         ));
+        match ctx.python.as_ref().ok_or_else(|| ctx.python_missing.clone()).and_then(|py| sim::bridge_cost(py, if ctx.quick { 1 } else { 3 })) {
+            Ok((builtin, bridge)) => rows.push(format!(
+                "| guardrail decision through the engine bridge (real Hermes 0.19.0 in Python, its start-up included) vs the built-in engine, incident under hermes-0.19.0 | {:.1} us | {:.2} us | {:.0}x | (for the README) |",
+                bridge / 1e3,
+                builtin / 1e3,
+                bridge / builtin
+            )),
+            Err(e) => println!("engine bridge: skipped: {e}"),
+        }
         if let Some((traced, _)) = per_iter_ns(sim::INCIDENT_TRACED) {
             notes.push(format!(
                 "incident run with its trace serialised and hashed: {:.3} ms",

@@ -8,13 +8,13 @@
 //!    `LOOPSIM_PYTHON`). Without Python or PyPI the live test is skipped with a loud message,
 //!    unless `LOOPSIM_REQUIRE_HERMES=1` (CI sets it), where it fails instead.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::{hermes_python_or_skip, root};
 
 fn run_guard(args: &[&str], input: &[u8]) -> Vec<u8> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
@@ -144,55 +144,6 @@ fn recorded_vectors_of_the_newest_controller_match_byte_for_byte() {
     assert!(total >= 15_000, "only {total} vectors");
 }
 
-/// The Python with hermes-agent 0.19.0, installing it into target/hermes-venv when needed.
-fn hermes_python() -> Result<PathBuf, String> {
-    let can_import = |py: &Path| {
-        Command::new(py)
-            .args(["-c", "import agent.tool_guardrails, yaml"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if let Ok(py) = std::env::var("LOOPSIM_PYTHON") {
-        let py = PathBuf::from(py);
-        return if can_import(&py) {
-            Ok(py)
-        } else {
-            Err(format!(
-                "LOOPSIM_PYTHON={} cannot import hermes-agent",
-                py.display()
-            ))
-        };
-    }
-    let venv = root().join("target/hermes-venv");
-    let py = venv.join("bin/python");
-    if can_import(&py) {
-        return Ok(py);
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status();
-    if !made.is_ok_and(|s| s.success()) {
-        return Err("python3 -m venv failed (is Python 3 installed?)".into());
-    }
-    let pip = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "hermes-agent==0.19.0",
-            "pyyaml",
-        ])
-        .status();
-    if !pip.is_ok_and(|s| s.success()) || !can_import(&py) {
-        return Err("pip install --no-deps hermes-agent==0.19.0 pyyaml failed (offline?)".into());
-    }
-    Ok(py)
-}
-
 fn python_output(py: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
     let mut child = Command::new(py)
         .args(args)
@@ -217,15 +168,8 @@ fn python_output(py: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
 
 #[test]
 fn live_hermes_0_19_0_controller_agrees_on_generated_streams() {
-    let py = match hermes_python() {
-        Ok(py) => py,
-        Err(why) => {
-            if std::env::var("LOOPSIM_REQUIRE_HERMES").is_ok_and(|v| v == "1") {
-                panic!("the live conformance test must run here: {why}");
-            }
-            eprintln!("\n!!!!!!!!\n!!! SKIPPED live Hermes conformance: {why}\n!!!!!!!!\n");
-            return;
-        }
+    let Some(py) = hermes_python_or_skip("live Hermes conformance") else {
+        return;
     };
     let configs = [
         ("default", ""),

@@ -50,3 +50,37 @@ pub fn benches(c: &mut Criterion) {
     });
     g.finish();
 }
+
+/// The engine bridge's cost per guardrail decision, beside the built-in engine's: the
+/// incident scenario under hermes-0.19.0 with each engine (best of `runs`, process start
+/// included for the bridge). Returns (builtin ns, bridge ns) per decision.
+pub fn bridge_cost(python: &std::path::Path, runs: usize) -> Result<(f64, f64), String> {
+    use loopsim_world::bridge::EngineChoice;
+    let sc = incident();
+    let profile = Some(loopsim_engine::profile::ProfileName::Hermes0_19_0);
+    let time = |engine: EngineChoice| -> Result<(f64, u64), String> {
+        let mut best = f64::INFINITY;
+        let mut calls = 0;
+        for _ in 0..runs {
+            let opts = RunOptions {
+                profile,
+                engine: engine.clone(),
+                ..RunOptions::default()
+            };
+            let t = std::time::Instant::now();
+            let s = run(&sc, &opts, TraceWriter::off()).map_err(|e| e.to_string())?;
+            best = best.min(t.elapsed().as_nanos() as f64);
+            // Every tool call goes through before_call and after_call; resets are extra.
+            calls = s.agents.iter().map(|a| a.usage.model_calls).sum::<u64>();
+        }
+        Ok((best, calls))
+    };
+    let (builtin, calls) = time(EngineChoice::Builtin)?;
+    let adapter = root().join("bridges/hermes/adapter.py");
+    let (bridge, _) = time(EngineChoice::HermesPython {
+        python: python.to_path_buf(),
+        adapter,
+    })?;
+    let decisions = (calls * 2).max(1) as f64;
+    Ok((builtin / decisions, bridge / decisions))
+}

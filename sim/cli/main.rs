@@ -12,6 +12,7 @@ use loopsim_engine::profile::ProfileName;
 use loopsim_report::metrics::{self, RunMetrics};
 use loopsim_report::output::{AtomicFile, write_atomic};
 use loopsim_report::{check, plots, sweep};
+use loopsim_world::bridge::EngineChoice;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary, run};
@@ -68,6 +69,10 @@ enum Command {
         /// Also run the same scenario and seed under these profiles and compare (comma-separated).
         #[arg(long, value_delimiter = ',')]
         compare_profiles: Vec<ProfileName>,
+        /// Which engine decides guardrails: builtin, or hermes-python[=PYTHON] (the installed
+        /// hermes-agent package through bridges/hermes/adapter.py).
+        #[arg(long = "engine", default_value = "builtin")]
+        guard_engine: String,
     },
     /// Re-run a trace's scenario and seed: prove it byte-identical, or (with --profile,
     /// --config or --platform) show what another engine would have done.
@@ -138,6 +143,17 @@ enum Command {
         /// Also write the current figures in the Bencher Metric Format.
         #[arg(long)]
         bmf: Option<PathBuf>,
+    },
+    /// Run a scenario under two engines and report identical traces or the first divergence.
+    Diff {
+        scenario: PathBuf,
+        /// The two engines (default: builtin and hermes-python).
+        #[arg(long = "engine")]
+        engines: Vec<String>,
+        #[command(flatten)]
+        engine_args: EngineArgs,
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// List the scenarios, one line each.
     List {
@@ -222,6 +238,100 @@ fn run_to_memory(sc: &Scenario, opts: &RunOptions) -> Result<(RunSummary, Vec<u8
     Ok((summary, buf.bytes()))
 }
 
+/// `builtin`, `hermes-python` or `hermes-python=PYTHON`.
+fn parse_engine(s: &str) -> Result<EngineChoice> {
+    let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
+    match name {
+        "builtin" if python.is_none() => Ok(EngineChoice::Builtin),
+        "hermes-python" => {
+            let python = python
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("LOOPSIM_PYTHON").map(PathBuf::from))
+                .unwrap_or_else(|| {
+                    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                        .join("target/hermes-venv/bin/python");
+                    if venv.exists() {
+                        venv
+                    } else {
+                        PathBuf::from("python3")
+                    }
+                });
+            let adapter = std::env::var_os("LOOPSIM_HERMES_ADAPTER")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bridges/hermes/adapter.py")
+                });
+            if !adapter.exists() {
+                bail!(
+                    "--engine hermes-python: the adapter {} does not exist (set LOOPSIM_HERMES_ADAPTER)",
+                    adapter.display()
+                );
+            }
+            Ok(EngineChoice::HermesPython { python, adapter })
+        }
+        _ => bail!("--engine `{s}`: expected builtin, hermes-python or hermes-python=PYTHON"),
+    }
+}
+
+/// The Python package is one version: only its profile can be compared fairly.
+fn check_engine_profile(choice: &EngineChoice, profile: ProfileName) -> Result<()> {
+    if matches!(choice, EngineChoice::HermesPython { .. }) && profile != ProfileName::Hermes0_19_0 {
+        bail!(
+            "--engine hermes-python runs the installed hermes-agent 0.19.0; use --profile hermes-0.19.0 (the scenario's profile is {profile})"
+        );
+    }
+    Ok(())
+}
+
+fn diff_cmd(
+    path: &std::path::Path,
+    engines: &[String],
+    args: &EngineArgs,
+    seed: Option<u64>,
+) -> Result<()> {
+    let names: Vec<String> = if engines.is_empty() {
+        vec!["builtin".into(), "hermes-python".into()]
+    } else {
+        engines.to_vec()
+    };
+    if names.len() != 2 {
+        bail!("diff compares two engines: give --engine twice (or neither)");
+    }
+    let sc = load_scenario(path)?;
+    let mut traces = Vec::new();
+    for n in &names {
+        let choice = parse_engine(n)?;
+        check_engine_profile(&choice, args.profile.unwrap_or(sc.profile))?;
+        let mut opts = args.options()?;
+        opts.seed = seed;
+        opts.engine = choice;
+        traces.push(run_to_memory(&sc, &opts)?);
+    }
+    match trace::first_difference(&traces[0].1, &traces[1].1) {
+        None => {
+            let calls = traces[0]
+                .1
+                .split(|&b| b == b'\n')
+                .filter(|l| l.windows(11).any(|w| w == b"\"tool_call\""))
+                .count();
+            println!(
+                "identical: {} and {} give the same {} trace lines ({}, seed {}, {calls} tool calls through both engines)",
+                names[0],
+                names[1],
+                traces[0].1.iter().filter(|&&b| b == b'\n').count(),
+                sc.file.name,
+                traces[0].0.seed,
+            );
+            Ok(())
+        }
+        Some((line, a, b)) => Err(CheckFailed(format!(
+            "engines diverge at trace line {line}\n  {}: {a}\n  {}: {b}",
+            names[0], names[1]
+        ))
+        .into()),
+    }
+}
+
 fn rerun_command(path: &std::path::Path, seed: u64, engine: &EngineArgs) -> String {
     let mut cmd = format!("loopsim run {} --seed {seed}", path.display());
     if let Some(p) = engine.profile {
@@ -246,10 +356,13 @@ fn run_cmd(
     check: bool,
     format: Format,
     compare: &[ProfileName],
+    choice: EngineChoice,
 ) -> Result<()> {
     let sc = load_scenario(path)?;
     let mut opts = engine.options()?;
     opts.seed = seed;
+    check_engine_profile(&choice, engine.profile.unwrap_or(sc.profile))?;
+    opts.engine = choice;
     opts.record_series = true;
     opts.order = match schedule {
         Schedule::Fifo => Order::Fifo,
@@ -383,6 +496,7 @@ fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Re
         order,
         config_yaml: None,
         record_series: false,
+        engine: EngineChoice::Builtin,
     };
     if !engine.is_set() {
         let (_, bytes) = run_to_memory(&sc, &base)?;
@@ -852,16 +966,26 @@ fn main() -> ExitCode {
             check_determinism,
             format,
             compare_profiles,
-        } => run_cmd(
+            guard_engine: which,
+        } => parse_engine(which).and_then(|choice| {
+            run_cmd(
+                scenario,
+                engine,
+                *seed,
+                out.as_ref(),
+                *schedule,
+                *check_determinism,
+                *format,
+                compare_profiles,
+                choice,
+            )
+        }),
+        Command::Diff {
             scenario,
-            engine,
-            *seed,
-            out.as_ref(),
-            *schedule,
-            *check_determinism,
-            *format,
-            compare_profiles,
-        ),
+            engines,
+            engine_args,
+            seed,
+        } => diff_cmd(scenario, engines, engine_args, *seed),
         Command::Replay {
             trace,
             engine,

@@ -4,6 +4,7 @@
 //! scheduler and named random streams. (Agents, the fake model and tools, scenarios and traces
 //! are being built on these.)
 
+pub mod bridge;
 pub mod clock;
 pub mod expect;
 pub mod model;

@@ -763,6 +763,11 @@ impl Scenario {
         Ok(s)
     }
 
+    /// A top-level section of `[config]` (e.g. `tool_loop_guardrails`) as Hermes reads it.
+    pub fn config_section(&self, key: &str) -> Option<&Node> {
+        self.config_node.get(key)
+    }
+
     /// The engine configuration: the profile, the scenario's `[config]`, and the platform
     /// (`platform` overrides the scenario's).
     pub fn engine_config(&self, platform: Option<&str>) -> Result<EngineConfig, ConfigError> {

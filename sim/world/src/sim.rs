@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use loopsim_engine::GuardrailEngine;
 use loopsim_engine::budget::IterationBudget;
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::delegation::{Admission, ChildBudget};
@@ -39,6 +40,8 @@ pub struct RunOptions {
     pub order: Order,
     /// Keep per-agent time series (cost, budget, activity spans) for plots.
     pub record_series: bool,
+    /// Which engine decides the guardrails.
+    pub engine: crate::bridge::EngineChoice,
 }
 
 /// What an agent was doing during a span of virtual time.
@@ -149,6 +152,10 @@ pub enum RunError {
     Config(#[from] loopsim_engine::config::ConfigError),
     #[error("writing the trace: {0}")]
     Trace(#[from] std::io::Error),
+    #[error("engine {engine}: {error}")]
+    Engine { engine: String, error: String },
+    #[error(transparent)]
+    Bridge(#[from] crate::bridge::BridgeError),
 }
 
 type AgentId = usize;
@@ -188,7 +195,7 @@ struct Agent<'s> {
     depth: u32,
     parent: Option<AgentId>,
     cfg: EngineConfig,
-    guard: Controller,
+    guard: Box<dyn GuardrailEngine>,
     gov: TurnGovernor,
     /// The budget children share in shared/reserved modes (the current turn's).
     rng: ChaCha8Rng,
@@ -228,6 +235,7 @@ struct Agent<'s> {
 struct PendingCall<'s> {
     tool: &'s str,
     signature: Signature,
+    args: Value,
     result: String,
     failed: bool,
     dur: Duration,
@@ -264,6 +272,7 @@ struct World<'s> {
     hit_horizon: bool,
     record_series: bool,
     config_hash: String,
+    bridge: Option<crate::bridge::Bridge>,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
 }
@@ -319,7 +328,29 @@ impl<'s> World<'s> {
         };
         let cfg = build(platform)?;
         let child_cfg = build(Some("subagent"))?;
+        let bridge = match &opts.engine {
+            crate::bridge::EngineChoice::Builtin => None,
+            crate::bridge::EngineChoice::HermesPython { python, adapter } => {
+                let yaml_root;
+                let section = match &opts.config_yaml {
+                    Some((_, text)) => {
+                        yaml_root = loopsim_engine::yaml::parse(text).ok();
+                        yaml_root
+                            .as_ref()
+                            .and_then(|r| r.get("tool_loop_guardrails"))
+                    }
+                    None => sc.config_section("tool_loop_guardrails"),
+                };
+                Some(crate::bridge::Bridge::start(
+                    python,
+                    adapter,
+                    profile.as_str(),
+                    section,
+                )?)
+            }
+        };
         let mut w = World {
+            bridge,
             sc,
             seed,
             child_cfg,
@@ -385,6 +416,7 @@ impl<'s> World<'s> {
         parent: Option<AgentId>,
     ) -> AgentId {
         let spec = &self.sc.file.agents[spec_name];
+        let name_for_engine = name.clone();
         let cfg = if depth == 0 {
             self.cfg.clone()
         } else {
@@ -403,7 +435,10 @@ impl<'s> World<'s> {
             spec,
             depth,
             parent,
-            guard: Controller::new(cfg.guardrails, cfg.rules),
+            guard: match &self.bridge {
+                Some(b) => Box::new(b.agent(&name_for_engine, cfg.platform.as_deref(), cfg.rules)),
+                None => Box::new(Controller::new(cfg.guardrails, cfg.rules)),
+            },
             gov,
             cfg,
             on_result: false,
@@ -471,7 +506,7 @@ impl<'s> World<'s> {
                 TurnGovernor::with_budget(ag.cfg.turn, max, Arc::new(IterationBudget::new(max)), 0)
             }
         };
-        ag.guard.reset_for_turn();
+        ag.guard.reset_turn();
         ag.on_result = on_result;
         ag.step = 0;
         ag.rep = 0;
@@ -503,6 +538,9 @@ impl<'s> World<'s> {
             }
             if !matches!(ev, Ev::Interrupt) {
                 self.last_activity = t;
+            }
+            if self.bridge.as_ref().is_some_and(|b| b.failure().is_some()) {
+                break;
             }
             match ev {
                 Ev::Wake(a) => self.wake(a),
@@ -737,7 +775,7 @@ impl<'s> World<'s> {
         let rep = self.agents[a].rep;
         let (args, signature) = call_args(&mut self.args_cache, c, rep);
         self.agents[a].round_tools.push(tool);
-        let d = self.agents[a].guard.before_call_signed(signature, &args);
+        let d = self.agents[a].guard.before_call(signature, &args);
         if !d.action.allows_execution() {
             self.record_decision(a, tool, d.action, d.code, d.count);
             // A refused call is not run; its synthetic result is short.
@@ -812,6 +850,7 @@ impl<'s> World<'s> {
         ag.pending = Some(PendingCall {
             tool,
             signature: d.signature,
+            args,
             result,
             failed,
             dur,
@@ -928,9 +967,9 @@ impl World<'_> {
             p.signature.clone(),
             Some(p.result.as_bytes()),
             ag.guard.rules(),
-        );
-        let d = ag.guard.after_call_facts(&facts, p.failed);
-        let obs = ag.guard.observe_call(&facts, p.failed);
+        )
+        .with_args(&p.args);
+        let (d, obs) = ag.guard.after_call(&facts, p.failed);
         if self.trace.enabled() {
             let mut e = self.event(a, "tool_call");
             e.call = Some(self.agents[a].calls);
@@ -1066,7 +1105,9 @@ impl World<'_> {
             .expect("json");
         self.agents[a].round_tools.push("delegate_task");
         self.agents[a].call_index = 1;
-        let d = self.agents[a].guard.before_call("delegate_task", &args);
+        let d = self.agents[a]
+            .guard
+            .before_call(Signature::new("delegate_task", &args), &args);
         let signature = d.signature.clone();
         if !d.action.allows_execution() {
             self.record_decision(a, "delegate_task", d.action, d.code, d.count);
@@ -1086,6 +1127,7 @@ impl World<'_> {
                 self.agents[a].pending = Some(PendingCall {
                     tool: "delegate_task",
                     signature: signature.clone(),
+                    args: args.clone(),
                     result,
                     failed: true,
                     dur: Duration::ZERO,
@@ -1141,6 +1183,7 @@ impl World<'_> {
             ag.pending = Some(PendingCall {
                 tool: "delegate_task",
                 signature: signature.clone(),
+                args: args.clone(),
                 result,
                 failed: false,
                 dur: Duration::ZERO,
@@ -1151,6 +1194,7 @@ impl World<'_> {
             ag.pending = Some(PendingCall {
                 tool: "delegate_task",
                 signature: signature.clone(),
+                args: args.clone(),
                 result: String::new(),
                 failed: false,
                 dur: Duration::ZERO,
@@ -1307,6 +1351,12 @@ impl World<'_> {
     }
 
     fn finish(mut self) -> Result<RunSummary, RunError> {
+        if let Some(e) = self.bridge.as_ref().and_then(|b| b.failure()) {
+            return Err(RunError::Engine {
+                engine: "hermes-python".into(),
+                error: e.to_string(),
+            });
+        }
         let agents: Vec<AgentSummary> = self
             .agents
             .iter()
@@ -1369,7 +1419,6 @@ impl World<'_> {
 impl Agent<'_> {
     /// Charges admitted subagents against the per-turn cap.
     fn guard_spawn(&mut self, n: u32) -> u32 {
-        use loopsim_engine::GuardrailEngine;
         if self.guard.rules().loop_caps {
             self.guard.spawn_subagents(n)
         } else {

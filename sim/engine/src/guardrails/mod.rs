@@ -30,6 +30,12 @@ pub enum Action {
 }
 
 impl Action {
+    pub fn parse(s: &str) -> Option<Action> {
+        [Action::Allow, Action::Warn, Action::Block, Action::Halt]
+            .into_iter()
+            .find(|a| a.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Allow => "allow",
@@ -119,7 +125,7 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn allow(signature: Signature, count: u32) -> Decision {
+    pub fn allow(signature: Signature, count: u32) -> Decision {
         Decision {
             action: Action::Allow,
             code: DecisionCode::Allow,
@@ -236,13 +242,26 @@ impl GuardrailRules {
 pub struct CallFacts<'a> {
     pub signature: Signature,
     pub result: Option<&'a [u8]>,
+    /// The arguments, for engines that need them again (an external engine).
+    pub args: Option<&'a Value>,
     result_hash: std::cell::OnceCell<Hash>,
     hashing: ResultHashing,
 }
 
 impl<'a> CallFacts<'a> {
-    pub fn new(tool: &str, args: &Value, result: Option<&'a [u8]>, rules: &GuardrailRules) -> Self {
-        Self::with_signature(Signature::new(tool, args), result, rules)
+    pub fn new(
+        tool: &str,
+        args: &'a Value,
+        result: Option<&'a [u8]>,
+        rules: &GuardrailRules,
+    ) -> Self {
+        Self::with_signature(Signature::new(tool, args), result, rules).with_args(args)
+    }
+
+    /// Keeps the arguments (an external engine sends them again).
+    pub fn with_args(mut self, args: &'a Value) -> Self {
+        self.args = Some(args);
+        self
     }
 
     pub fn with_signature(
@@ -253,6 +272,7 @@ impl<'a> CallFacts<'a> {
         CallFacts {
             signature,
             result,
+            args: None,
             result_hash: std::cell::OnceCell::new(),
             hashing: rules.result_hashing,
         }

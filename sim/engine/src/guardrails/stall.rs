@@ -27,6 +27,12 @@ pub enum NoticeKind {
 }
 
 impl NoticeKind {
+    pub fn parse(s: &str) -> Option<NoticeKind> {
+        [NoticeKind::IdenticalCallStreak, NoticeKind::IdenticalCycle]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             NoticeKind::IdenticalCallStreak => "identical_call_streak",

@@ -251,13 +251,9 @@ fn cycles_of_two_are_noticed_and_pollers_are_exempt() {
     );
 
     let mut p = hard(GuardrailRules::NEWEST);
+    let poll = v(r#"{"action":"poll"}"#);
     for _ in 0..10 {
-        let facts = CallFacts::new(
-            "process_manage",
-            &v(r#"{"action":"poll"}"#),
-            Some(b"running"),
-            p.rules(),
-        );
+        let facts = CallFacts::new("process_manage", &poll, Some(b"running"), p.rules());
         assert_eq!(p.observe_call(&facts, false).kind, None);
     }
     assert!(p.halt_decision().is_none());
@@ -267,9 +263,10 @@ fn cycles_of_two_are_noticed_and_pollers_are_exempt() {
 fn large_identical_results_are_stubbed_from_the_second() {
     let mut c = Controller::new(GuardrailConfig::default(), GuardrailRules::NEWEST);
     let big = "x".repeat(600);
+    let empty = v("{}");
     let stubs: Vec<bool> = (0..3)
         .map(|_| {
-            let facts = CallFacts::new("read_file", &v("{}"), Some(big.as_bytes()), c.rules());
+            let facts = CallFacts::new("read_file", &empty, Some(big.as_bytes()), c.rules());
             c.observe_call(&facts, false).stub
         })
         .collect();

@@ -1,0 +1,72 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Python with hermes-agent 0.19.0, installing it into target/hermes-venv when needed.
+pub fn hermes_python() -> Result<PathBuf, String> {
+    let can_import = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import agent.tool_guardrails, yaml"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if let Ok(py) = std::env::var("LOOPSIM_PYTHON") {
+        let py = PathBuf::from(py);
+        return if can_import(&py) {
+            Ok(py)
+        } else {
+            Err(format!(
+                "LOOPSIM_PYTHON={} cannot import hermes-agent",
+                py.display()
+            ))
+        };
+    }
+    let venv = root().join("target/hermes-venv");
+    let py = venv.join("bin/python");
+    if can_import(&py) {
+        return Ok(py);
+    }
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        return Err("python3 -m venv failed (is Python 3 installed?)".into());
+    }
+    let pip = Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "hermes-agent==0.19.0",
+            "pyyaml",
+        ])
+        .status();
+    if !pip.is_ok_and(|s| s.success()) || !can_import(&py) {
+        return Err("pip install --no-deps hermes-agent==0.19.0 pyyaml failed (offline?)".into());
+    }
+    Ok(py)
+}
+
+/// The Python with Hermes, or `None` after a loud skip message (a failure when
+/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
+pub fn hermes_python_or_skip(what: &str) -> Option<PathBuf> {
+    match hermes_python() {
+        Ok(py) => Some(py),
+        Err(why) => {
+            if std::env::var("LOOPSIM_REQUIRE_HERMES").is_ok_and(|v| v == "1") {
+                panic!("{what} must run here: {why}");
+            }
+            eprintln!("\n!!!!!!!!\n!!! SKIPPED {what}: {why}\n!!!!!!!!\n");
+            None
+        }
+    }
+}
