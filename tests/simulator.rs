@@ -600,3 +600,31 @@ fn check_determinism_and_counterfactual_replay_from_the_command_line() {
     assert!(saved_calls > 150, "{saved_line}");
     std::fs::remove_dir_all(out).unwrap();
 }
+
+#[test]
+fn a_users_config_yaml_is_laid_over_the_scenarios_config() {
+    let dir = std::env::temp_dir().join(format!("loopsim-overlay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, "tool_loop_guardrails:\n  hard_stop_enabled: yes\n").unwrap();
+    let sc = scenario("execute-code-spin-wait");
+    let opts = RunOptions {
+        profile: Some(ProfileName::HermesMain),
+        config_yaml: Some(("config.yaml".into(), std::fs::read_to_string(&cfg).unwrap())),
+        ..RunOptions::default()
+    };
+    let (s, _) = run_mem(&sc, &opts);
+    // The file turned hard stops on (the platform is cli) ...
+    assert_eq!(
+        s.agents[0].stop.as_ref().map(|st| st.code.as_str()),
+        Some("identical_call_streak_halt")
+    );
+    // ... and the scenario's own delegation.max_concurrent_children = 10 still applies.
+    assert_eq!(s.agents.len(), 11, "all ten children were admitted");
+    let bad = RunOptions {
+        config_yaml: Some(("bad.yaml".into(), "a: [1,\n".into())),
+        ..RunOptions::default()
+    };
+    let err = run(&sc, &bad, TraceWriter::off()).unwrap_err().to_string();
+    assert!(err.starts_with("bad.yaml:"), "{err}");
+}

@@ -167,7 +167,7 @@ struct EngineArgs {
     /// Engine profile (default: the scenario's): article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main.
     #[arg(long)]
     profile: Option<ProfileName>,
-    /// A Hermes config.yaml used instead of the scenario's [config].
+    /// A Hermes config.yaml laid over the scenario's [config] (its keys win).
     #[arg(long)]
     config: Option<PathBuf>,
     /// The platform (default: the scenario's).

@@ -763,6 +763,37 @@ impl Scenario {
         Ok(s)
     }
 
+    /// The scenario's `[config]` with a Hermes config.yaml laid over it: keys the file sets
+    /// win, the scenario's other keys stay (a user's file rarely repeats what the workload
+    /// needs, such as its delegation limits).
+    pub fn config_with_yaml(&self, yaml_text: &str, file: &str) -> Result<Node, ConfigError> {
+        let user = loopsim_engine::yaml::parse(yaml_text).map_err(|e| ConfigError::Yaml {
+            file: file.to_string(),
+            line: e.line,
+            message: format!("column {}: {}", e.col, e.message),
+        })?;
+        Ok(if user.value == Yaml::Null {
+            self.config_node.clone()
+        } else {
+            merge_nodes(&self.config_node, &user)
+        })
+    }
+
+    /// [`Scenario::engine_config_as`] with a config.yaml laid over `[config]`.
+    pub fn engine_config_with_yaml(
+        &self,
+        profile: ProfileName,
+        platform: Option<&str>,
+        yaml_text: &str,
+        file: &str,
+    ) -> Result<EngineConfig, ConfigError> {
+        let merged = self.config_with_yaml(yaml_text, file)?;
+        let platform = platform.or(self.file.platform.as_deref());
+        let mut c = EngineConfig::from_node(profile, platform, &merged, file)?;
+        c.delegation.child_budget = self.child_budget;
+        Ok(c)
+    }
+
     /// A top-level section of `[config]` (e.g. `tool_loop_guardrails`) as Hermes reads it.
     pub fn config_section(&self, key: &str) -> Option<&Node> {
         self.config_node.get(key)
@@ -784,6 +815,26 @@ impl Scenario {
         let mut c = EngineConfig::from_node(profile, platform, &self.config_node, &self.path)?;
         c.delegation.child_budget = self.child_budget;
         Ok(c)
+    }
+}
+
+/// `over` laid on `base`: mappings merge key by key (recursively), anything else replaces.
+pub fn merge_nodes(base: &Node, over: &Node) -> Node {
+    match (&base.value, &over.value) {
+        (Yaml::Map(b), Yaml::Map(o)) => {
+            let mut pairs: Vec<(Node, Node)> = b.clone();
+            for (k, v) in o {
+                match pairs.iter_mut().find(|(bk, _)| bk.value == k.value) {
+                    Some(slot) => slot.1 = merge_nodes(&slot.1, v),
+                    None => pairs.push((k.clone(), v.clone())),
+                }
+            }
+            Node {
+                value: Yaml::Map(pairs),
+                line: over.line,
+            }
+        }
+        _ => over.clone(),
     }
 }
 

@@ -315,12 +315,7 @@ impl<'s> World<'s> {
         let platform = opts.platform.as_deref();
         let build = |platform: Option<&str>| -> Result<EngineConfig, RunError> {
             let mut c = match &opts.config_yaml {
-                Some((name, text)) => EngineConfig::from_yaml(
-                    profile,
-                    platform.or(sc.file.platform.as_deref()),
-                    text,
-                    name,
-                )?,
+                Some((name, text)) => sc.engine_config_with_yaml(profile, platform, text, name)?,
                 None => sc.engine_config_as(profile, platform)?,
             };
             c.delegation.child_budget = sc.child_budget;
@@ -331,13 +326,11 @@ impl<'s> World<'s> {
         let bridge = match &opts.engine {
             crate::bridge::EngineChoice::Builtin => None,
             crate::bridge::EngineChoice::HermesPython { python, adapter } => {
-                let yaml_root;
+                let merged;
                 let section = match &opts.config_yaml {
-                    Some((_, text)) => {
-                        yaml_root = loopsim_engine::yaml::parse(text).ok();
-                        yaml_root
-                            .as_ref()
-                            .and_then(|r| r.get("tool_loop_guardrails"))
+                    Some((name, text)) => {
+                        merged = sc.config_with_yaml(text, name)?;
+                        merged.get("tool_loop_guardrails")
                     }
                     None => sc.config_section("tool_loop_guardrails"),
                 };
