@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{hermes_python_or_skip, root};
+use common::{hermes_python_or_skip, root, scenario_files};
 
 fn loopsim(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_loopsim"));
@@ -26,23 +26,13 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn scenarios() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn every_scenario_is_identical_under_the_real_hermes_0_19_0() {
     let Some(py) = hermes_python_or_skip("the engine-bridge diff") else {
         return;
     };
     let engine = format!("hermes-python={}", py.display());
-    for sc in scenarios() {
+    for sc in scenario_files() {
         let o = loopsim(
             &[
                 "diff",

@@ -2,7 +2,11 @@
 //! runs are deterministic within and across processes, the incident's figures are reproduced,
 //! the fix stops the loop where Hermes would, and bad scenario files get clear errors.
 
+mod common;
+
 use std::path::PathBuf;
+
+use common::{root, scenario_files};
 use std::process::Command;
 
 use loopsim_engine::profile::ProfileName;
@@ -12,10 +16,6 @@ use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary, Status, run};
 use loopsim_world::trace::{SharedBuf, TraceWriter};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn scenario(name: &str) -> Scenario {
     Scenario::load(&root().join("scenarios").join(format!("{name}.toml"))).unwrap()
 }
@@ -24,16 +24,6 @@ fn run_mem(sc: &Scenario, opts: &RunOptions) -> (RunSummary, Vec<u8>) {
     let buf = SharedBuf::default();
     let s = run(sc, opts, TraceWriter::to_writer(Box::new(buf.clone()))).unwrap();
     (s, buf.bytes())
-}
-
-fn all_scenarios() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
-    v
 }
 
 fn loopsim(args: &[&str]) -> std::process::Output {
@@ -46,7 +36,7 @@ fn loopsim(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_scenario_meets_its_expectations_and_is_deterministic() {
-    let paths = all_scenarios();
+    let paths = scenario_files();
     assert!(paths.len() >= 15, "the suite needs at least 15 scenarios");
     let mut healthy = 0;
     for p in paths {
@@ -97,7 +87,7 @@ fn every_scenario_meets_its_expectations_and_is_deterministic() {
 #[test]
 fn traces_replay_byte_for_byte_across_processes() {
     let out = std::env::temp_dir().join(format!("loopsim-replay-{}", std::process::id()));
-    for p in all_scenarios() {
+    for p in scenario_files() {
         let rel = p
             .strip_prefix(root())
             .unwrap()
@@ -443,7 +433,7 @@ fn list_prints_one_line_per_scenario() {
     let o = loopsim(&["list"]);
     assert_eq!(o.status.code(), Some(0));
     let out = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(out.lines().count(), all_scenarios().len());
+    assert_eq!(out.lines().count(), scenario_files().len());
     assert!(
         out.lines()
             .any(|l| l.starts_with("execute-code-spin-wait") && l.contains("hermes-v0.21.5"))

@@ -1,10 +1,22 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests (each test crate uses some of them).
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The committed scenario files, sorted.
+pub fn scenario_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
 }
 
 /// The Python with hermes-agent 0.19.0, installing it into target/hermes-venv when needed.
