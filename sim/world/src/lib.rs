@@ -8,6 +8,7 @@ pub mod bridge;
 pub mod clock;
 pub mod expect;
 pub mod model;
+pub mod recorded;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;

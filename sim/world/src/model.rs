@@ -51,12 +51,19 @@ fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
 /// Tokens, time and money spent on model calls.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Usage {
     pub model_calls: u64,
     pub input_tokens: u64,
     pub cache_read_tokens: u64,
+    /// Recorded prompt-cache writes (imported sessions only; simulated calls write none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     pub output_tokens: u64,
     pub model_latency_us: u64,
     pub tool_time_us: u64,
@@ -70,10 +77,23 @@ pub struct Usage {
 
 /// The price of one call in micro-dollars.
 pub fn cost_micro_usd(price: &Price, input: u64, cache_read: u64, output: u64) -> u64 {
-    let fresh = input.saturating_sub(cache_read) as f64;
-    let usd =
-        (fresh * price.input + cache_read as f64 * price.cache_read + output as f64 * price.output)
-            / 1e6;
+    cost_with_cache_writes(price, input, cache_read, 0, output)
+}
+
+/// The price of one call whose prompt (`input`) includes cache reads and cache writes.
+pub fn cost_with_cache_writes(
+    price: &Price,
+    input: u64,
+    cache_read: u64,
+    cache_write: u64,
+    output: u64,
+) -> u64 {
+    let fresh = input.saturating_sub(cache_read).saturating_sub(cache_write) as f64;
+    let usd = (fresh * price.input
+        + cache_read as f64 * price.cache_read
+        + cache_write as f64 * price.cache_write.unwrap_or(price.input)
+        + output as f64 * price.output)
+        / 1e6;
     (usd * 1e6).round() as u64
 }
 
@@ -97,10 +117,27 @@ impl Usage {
         }
     }
 
+    /// One main-model call with recorded cache writes.
+    pub fn recorded_call(
+        price: &Price,
+        input: u64,
+        cache_read: u64,
+        cache_write: u64,
+        output: u64,
+        latency_us: u64,
+    ) -> Usage {
+        Usage {
+            cache_write_tokens: cache_write,
+            cost_micro_usd: cost_with_cache_writes(price, input, cache_read, cache_write, output),
+            ..Usage::model_call(price, input, cache_read, output, latency_us)
+        }
+    }
+
     pub fn add(&mut self, o: &Usage) {
         self.model_calls += o.model_calls;
         self.input_tokens += o.input_tokens;
         self.cache_read_tokens += o.cache_read_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
         self.output_tokens += o.output_tokens;
         self.model_latency_us += o.model_latency_us;
         self.tool_time_us += o.tool_time_us;
@@ -153,6 +190,7 @@ mod tests {
             input: 3.0,
             cache_read: 0.3,
             output: 15.0,
+            ..Price::default()
         };
         // 1M fresh input = $3, 1M cache reads = $0.30, 1k output = $0.015
         assert_eq!(cost_micro_usd(&p, 2_000_000, 1_000_000, 1_000), 3_315_000);

@@ -10,6 +10,7 @@ use std::fmt;
 
 use loopsim_engine::config::{ConfigError, EngineConfig};
 use loopsim_engine::delegation::ChildBudget;
+use loopsim_engine::guardrails::DecisionCode;
 use loopsim_engine::hash::Hash;
 use loopsim_engine::profile::ProfileName;
 use loopsim_engine::yaml::{Node, Yaml};
@@ -128,8 +129,14 @@ pub struct Price {
     pub input: f64,
     #[serde(default)]
     pub cache_read: f64,
+    /// Tokens written to the prompt cache (default: the input price).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
     #[serde(default)]
     pub output: f64,
+    /// Nobody knows this model's price: reports say "unknown" instead of a dollar figure.
+    #[serde(default)]
+    pub unknown: bool,
 }
 
 /// A fake model: how long a call takes and what it costs.
@@ -215,6 +222,28 @@ pub struct CallSpec {
     pub distinct: bool,
     /// Force this call to fail (true) or succeed (false) instead of drawing.
     pub fail: Option<bool>,
+    /// The arguments as JSON text, used exactly (an imported call keeps its nulls and floats).
+    pub args_json: Option<Spanned<String>>,
+    /// This call's result, word for word, instead of the tool's template.
+    pub result: Option<String>,
+    /// This call's duration in seconds, instead of a draw from the tool's latency.
+    pub latency_s: Option<Spanned<f64>>,
+    /// What the recorded session's guardrails did to this call (used by `recorded` scenarios).
+    pub guardrail: Option<RecordedDecision>,
+    /// The recorded tool_call_id, for the reader.
+    pub id: Option<String>,
+}
+
+/// A guardrail decision read back from a recorded session.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedDecision {
+    /// warn, block or halt.
+    pub action: Spanned<String>,
+    /// The decision code, as Hermes names it.
+    pub code: Spanned<String>,
+    #[serde(default)]
+    pub count: u32,
 }
 
 /// One step of a model script: what the model does at its next call(s).
@@ -244,6 +273,14 @@ pub struct Step {
     /// Overrides of the model for this step.
     pub latency_s: Option<Spanned<Dist>>,
     pub output_tokens: Option<Spanned<Dist>>,
+    /// Recorded figures of this call: exact prompt tokens (cache reads and writes included),
+    /// instead of the agent's running context.
+    pub input_tokens: Option<u64>,
+    pub cache_read_tokens: Option<u64>,
+    pub cache_write_tokens: Option<u64>,
+    /// The user pressed stop here: the turn ends `interrupted_by_user` at this iteration.
+    #[serde(default)]
+    pub user_stop: bool,
     /// Weighted random choice among sub-steps (each `{ weight = w, ... }` one call).
     #[serde(default)]
     pub choose: Vec<Choice>,
@@ -274,6 +311,18 @@ pub struct AgentSpec {
     /// The script of a turn opened by a background delegation's result.
     #[serde(default)]
     pub on_result: Vec<Step>,
+    /// The user's later messages: each opens a new turn with its own script, at `at_s` or
+    /// when the previous turn has ended, whichever is later.
+    #[serde(default)]
+    pub turns: Vec<UserTurn>,
+}
+
+/// A later user message and what the model does in the turn it opens.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserTurn {
+    pub at_s: Spanned<f64>,
+    pub script: Vec<Step>,
 }
 
 /// The person at the keyboard.
@@ -344,6 +393,30 @@ pub struct ScenarioFile {
     pub expect: Expect,
     #[serde(default)]
     pub report: ReportSpec,
+    /// The guardrail decisions come from the calls' recorded `guardrail` fields (an imported
+    /// session), unless a run names a profile, config or platform.
+    #[serde(default)]
+    pub recorded: bool,
+    /// Where an imported scenario came from; `note` is shown in reports.
+    #[serde(default)]
+    pub source: Option<SourceSpec>,
+}
+
+/// Provenance of an imported scenario.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// What was read (`hermes-state-db`).
+    pub kind: String,
+    pub database: Option<String>,
+    pub session: Option<String>,
+    pub model: Option<String>,
+    /// Which figures are estimated rather than recorded (latency, tokens, cache_write...).
+    #[serde(default)]
+    pub estimated: Vec<String>,
+    /// One paragraph for reports.
+    #[serde(default)]
+    pub note: String,
 }
 
 /// Extra measurements a scenario asks for.
@@ -535,6 +608,7 @@ impl Scenario {
             for (k, p) in [
                 ("input", m.price.input),
                 ("cache_read", m.price.cache_read),
+                ("cache_write", m.price.cache_write.unwrap_or(0.0)),
                 ("output", m.price.output),
             ] {
                 if !(p.is_finite() && p >= 0.0) {
@@ -544,6 +618,21 @@ impl Scenario {
                         format!("{p} is not a non-negative price"),
                     );
                 }
+            }
+        }
+        for (name, m) in &f.models {
+            let p = &m.price;
+            if p.unknown
+                && (p.input != 0.0
+                    || p.cache_read != 0.0
+                    || p.output != 0.0
+                    || p.cache_write.is_some())
+            {
+                return l.err(
+                    m.latency_s.span(),
+                    &format!("models.{name}.price.unknown"),
+                    "a price cannot be both unknown and given",
+                );
             }
         }
         for (name, t) in &f.tools {
@@ -626,7 +715,38 @@ impl Scenario {
                     "the script is empty",
                 );
             }
-            for (which, steps) in [("script", &a.script), ("on_result", &a.on_result)] {
+            let mut scripts = vec![
+                ("script".to_string(), &a.script),
+                ("on_result".to_string(), &a.on_result),
+            ];
+            let mut last_at = 0.0;
+            for (k, t) in a.turns.iter().enumerate() {
+                let at = *t.at_s.get_ref();
+                if !(at.is_finite() && at >= last_at) {
+                    return l.err(
+                        t.at_s.span(),
+                        &format!("agents.{name}.turns[{k}].at_s"),
+                        "must be a number of seconds, not before the previous turn's",
+                    );
+                }
+                if t.script.is_empty() {
+                    return l.err(
+                        t.at_s.span(),
+                        &format!("agents.{name}.turns[{k}].script"),
+                        "the script is empty",
+                    );
+                }
+                last_at = at;
+                scripts.push((format!("turns[{k}].script"), &t.script));
+            }
+            if !a.turns.is_empty() && name != "parent" {
+                return l.err(
+                    a.model.span(),
+                    &format!("agents.{name}.turns"),
+                    "only the parent takes user turns",
+                );
+            }
+            for (which, steps) in scripts {
                 for (i, step) in steps.iter().enumerate() {
                     self.validate_step(
                         l,
@@ -656,13 +776,17 @@ impl Scenario {
             step.delegate.is_some(),
             !step.choose.is_empty(),
             step.context_too_small,
+            step.user_stop,
         ];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return l.err(
                 near,
                 key,
-                "a step needs exactly one of calls, answer, delegate, choose, context_too_small",
+                "a step needs exactly one of calls, answer, delegate, choose, context_too_small, user_stop",
             );
+        }
+        if step.user_stop && (step.times != 1 || step.until.is_some()) {
+            return l.err(near, key, "a user_stop step cannot repeat (times, until)");
         }
         if step.times == 0 {
             return l.err(near, &format!("{key}.times"), "must be at least 1");
@@ -679,12 +803,55 @@ impl Scenario {
         let check_calls = |calls: &[CallSpec], key: &str| -> Result<(), ScenarioError> {
             for (j, c) in calls.iter().enumerate() {
                 let t = c.tool.get_ref();
+                let ck = format!("{key}.calls[{j}]");
                 if !f.tools.contains_key(t) && t != "delegate_task" {
                     return l.err(
                         c.tool.span(),
-                        &format!("{key}.calls[{j}].tool"),
+                        &format!("{ck}.tool"),
                         format!("no tool named `{t}` in [tools]"),
                     );
+                }
+                if let Some(a) = &c.args_json {
+                    if !c.args.is_empty() || c.distinct {
+                        return l.err(
+                            a.span(),
+                            &format!("{ck}.args_json"),
+                            "args_json replaces args and distinct: give one",
+                        );
+                    }
+                    if let Err(e) = loopsim_engine::json::parse(a.get_ref().as_bytes()) {
+                        return l.err(
+                            a.span(),
+                            &format!("{ck}.args_json"),
+                            format!("not JSON: {e}"),
+                        );
+                    }
+                }
+                if let Some(d) = &c.latency_s
+                    && !(d.get_ref().is_finite() && *d.get_ref() >= 0.0)
+                {
+                    return l.err(
+                        d.span(),
+                        &format!("{ck}.latency_s"),
+                        "must be a non-negative number of seconds",
+                    );
+                }
+                if let Some(g) = &c.guardrail {
+                    let action = g.action.get_ref();
+                    if !matches!(action.as_str(), "warn" | "block" | "halt") {
+                        return l.err(
+                            g.action.span(),
+                            &format!("{ck}.guardrail.action"),
+                            format!("`{action}` is not warn, block or halt"),
+                        );
+                    }
+                    if DecisionCode::parse(g.code.get_ref()).is_none() {
+                        return l.err(
+                            g.code.span(),
+                            &format!("{ck}.guardrail.code"),
+                            format!("`{}` is not a guardrail decision code", g.code.get_ref()),
+                        );
+                    }
                 }
             }
             Ok(())

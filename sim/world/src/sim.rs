@@ -139,6 +139,15 @@ pub struct RunSummary {
     /// The run hit the horizon (virtual time or event count) before it ended by itself.
     pub hit_horizon: bool,
     pub trace_hash: String,
+    /// A model's price is unknown: the dollar figures are not real and reports say so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub price_unknown: bool,
+    /// The guardrail decisions were the recorded session's own (an imported scenario).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recorded: bool,
+    /// Where an imported scenario came from and which figures are estimated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_note: Option<String>,
 }
 
 /// Runs stop after this many events whatever the scenario says: a script that loops without
@@ -168,6 +177,8 @@ enum Ev {
     Interrupt,
     ChildTimeout(AgentId),
     BatchDone(AgentId, usize),
+    /// The user's next message opens the agent's next user turn.
+    UserTurn(AgentId),
 }
 
 /// What the model decided at its last call.
@@ -200,6 +211,8 @@ struct Agent<'s> {
     /// The budget children share in shared/reserved modes (the current turn's).
     rng: ChaCha8Rng,
     on_result: bool,
+    /// 0 for the first turn's script, k for `turns[k - 1]`.
+    user_turn: usize,
     step: usize,
     rep: u32,
     context: u64,
@@ -273,6 +286,8 @@ struct World<'s> {
     record_series: bool,
     config_hash: String,
     bridge: Option<crate::bridge::Bridge>,
+    /// Guardrail decisions come from the record (an imported scenario run as written).
+    recorded: bool,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
 }
@@ -292,7 +307,11 @@ fn call_args(
 ) -> (Value, Signature) {
     let tool = c.tool.get_ref();
     let (base, sig) = cache.entry(c as *const CallSpec).or_insert_with(|| {
-        let v = toml_args(&c.args);
+        let v = match &c.args_json {
+            // Validated when the scenario was loaded.
+            Some(text) => json::parse(text.get_ref().as_bytes()).unwrap_or(Value::Object(vec![])),
+            None => toml_args(&c.args),
+        };
         let sig = Signature::new(tool, &v);
         (v, sig)
     });
@@ -342,7 +361,13 @@ impl<'s> World<'s> {
                 )?)
             }
         };
+        let recorded = sc.file.recorded
+            && opts.profile.is_none()
+            && opts.config_yaml.is_none()
+            && opts.platform.is_none()
+            && matches!(opts.engine, crate::bridge::EngineChoice::Builtin);
         let mut w = World {
+            recorded,
             bridge,
             sc,
             seed,
@@ -388,6 +413,7 @@ impl<'s> World<'s> {
             platform: w.cfg.platform.clone(),
             config_hash,
             schedule: format!("{:?}", opts.order).to_lowercase(),
+            engine: recorded.then(|| "recorded".to_string()),
         };
         w.trace.line(&header);
         let parent = w.spawn_agent("parent".into(), "parent", 0, None);
@@ -430,11 +456,15 @@ impl<'s> World<'s> {
             parent,
             guard: match &self.bridge {
                 Some(b) => Box::new(b.agent(&name_for_engine, cfg.platform.as_deref(), cfg.rules)),
+                None if self.recorded => {
+                    Box::new(crate::recorded::RecordedGuard::new(spec, cfg.rules))
+                }
                 None => Box::new(Controller::new(cfg.guardrails, cfg.rules)),
             },
             gov,
             cfg,
             on_result: false,
+            user_turn: 0,
             step: 0,
             rep: 0,
             context: spec.context_tokens,
@@ -518,8 +548,10 @@ impl<'s> World<'s> {
         // A result turn without its own script just answers (an empty script ends in text).
         if ag.on_result {
             &ag.spec.on_result
-        } else {
+        } else if ag.user_turn == 0 {
             &ag.spec.script
+        } else {
+            &ag.spec.turns[ag.user_turn - 1].script
         }
     }
 
@@ -542,6 +574,7 @@ impl<'s> World<'s> {
                 Ev::Interrupt => self.interrupt(),
                 Ev::ChildTimeout(c) => self.child_timeout(c),
                 Ev::BatchDone(p, b) => self.deliver(p, b),
+                Ev::UserTurn(a) => self.start_turn(a, false),
             }
         }
     }
@@ -612,6 +645,19 @@ impl<'s> World<'s> {
     fn wake(&mut self, a: AgentId) {
         if self.agents[a].status != Status::Running {
             return;
+        }
+        let stop_here = {
+            let ag = &self.agents[a];
+            let script = self.script(a);
+            !ag.interrupted && script.get(ag.step).is_some_and(|s| s.user_stop)
+        };
+        if stop_here {
+            // The recorded user pressed stop: the running turn ends at this iteration.
+            self.agents[a].interrupted = true;
+            if self.trace.enabled() {
+                let e = self.event(a, "interrupt");
+                self.trace.line(&e);
+            }
         }
         let interrupt = self.agents[a].interrupted;
         match self.agents[a].gov.begin_iteration(interrupt) {
@@ -685,9 +731,20 @@ impl<'s> World<'s> {
                     attempts += 1;
                 }
                 let output = out_dist.sample(&mut ag.rng).round() as u64;
-                let input = ag.context * attempts;
-                let cache = (ag.context as f64 * model.cache_read_share.get_ref()).round() as u64
+                let mut input = ag.context * attempts;
+                let mut cache = (ag.context as f64 * model.cache_read_share.get_ref()).round()
+                    as u64
                     * attempts;
+                let mut cache_write = 0;
+                // A recorded call keeps its own figures.
+                if let Some(s) = step {
+                    if let Some(i) = s.input_tokens {
+                        input = i;
+                        ag.context = i;
+                    }
+                    cache = s.cache_read_tokens.unwrap_or(cache);
+                    cache_write = s.cache_write_tokens.unwrap_or(0);
+                }
                 if step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
                     self.loop_began = Some(self.sched.now().0);
                 }
@@ -701,7 +758,14 @@ impl<'s> World<'s> {
                     s.spans.push((now, now + latency.0, SpanKind::Model));
                     s.budget_used.push((now, ag.gov.budget().used()));
                 }
-                let u = Usage::model_call(&model.price, input, cache, output, latency.0);
+                let u = Usage::recorded_call(
+                    &model.price,
+                    input,
+                    cache,
+                    cache_write,
+                    output,
+                    latency.0,
+                );
                 let call = ag.calls;
                 let used = ag.gov.budget().used();
                 self.account(a, &u);
@@ -710,6 +774,7 @@ impl<'s> World<'s> {
                     e.call = Some(call);
                     e.input_tokens = Some(input);
                     e.cache_read_tokens = Some(cache);
+                    e.cache_write_tokens = (cache_write > 0).then_some(cache_write);
                     e.output_tokens = Some(output);
                     e.latency_us = Some(latency.0);
                     e.budget_used = Some(used);
@@ -778,7 +843,10 @@ impl<'s> World<'s> {
         }
         let spec = &self.sc.file.tools[tool];
         let rng = self.tool_rng.get_mut(tool).expect("tool stream");
-        let mut dur = Duration::from_secs_f64(spec.latency_s.get_ref().sample(rng));
+        let mut dur = Duration::from_secs_f64(match &c.latency_s {
+            Some(l) => *l.get_ref(),
+            None => spec.latency_s.get_ref().sample(rng),
+        });
         let failed = c
             .fail
             .unwrap_or_else(|| rng.random::<f64>() < *spec.fail_probability.get_ref());
@@ -826,7 +894,9 @@ impl<'s> World<'s> {
             dur += lat;
         }
         self.counter += 1;
-        let result = if timed_out {
+        let result = if let Some(r) = &c.result {
+            r.clone()
+        } else if timed_out {
             format!(
                 "{{\"error\": \"timed out after {:.0} s\"}}",
                 dur.as_secs_f64()
@@ -1323,6 +1393,18 @@ impl World<'_> {
             self.child_finished(a);
             return;
         }
+        if ag.user_turn < ag.spec.turns.len() && ag.pending_results.is_empty() {
+            // The user's next message (a recorded session's later turn): after this turn,
+            // and not before the message was sent.
+            let at = Instant::START
+                + Duration::from_secs_f64(*ag.spec.turns[ag.user_turn].at_s.get_ref());
+            ag.user_turn += 1;
+            ag.interrupted = false;
+            ag.status = Status::Idle;
+            let at = at.max(self.sched.now());
+            self.sched.at(at, Ev::UserTurn(a));
+            return;
+        }
         if interrupted {
             ag.status = Status::Interrupted;
             return;
@@ -1394,6 +1476,15 @@ impl World<'_> {
             events: self.sched.events_handled(),
             hit_horizon: self.hit_horizon,
             trace_hash: String::new(),
+            price_unknown: self.price_unknown(),
+            recorded: self.recorded,
+            source_note: self
+                .sc
+                .file
+                .source
+                .as_ref()
+                .map(|s| s.note.clone())
+                .filter(|n| !n.is_empty()),
         };
         if self.trace.enabled() {
             let above = self.trace.hash_so_far();
@@ -1406,6 +1497,21 @@ impl World<'_> {
         }
         summary.trace_hash = self.trace.finish()?;
         Ok(summary)
+    }
+}
+
+impl World<'_> {
+    /// Whether any model that was called has an unknown price.
+    fn price_unknown(&self) -> bool {
+        let f = &self.sc.file;
+        let unknown = |m: &str| f.models.get(m).is_some_and(|m| m.price.unknown);
+        self.agents
+            .iter()
+            .any(|a| a.calls > 0 && unknown(a.spec.model.get_ref()))
+            || (self.total.approval_calls > 0
+                && f.approval_model
+                    .as_ref()
+                    .is_some_and(|m| unknown(m.get_ref())))
     }
 }
 

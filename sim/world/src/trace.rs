@@ -27,6 +27,9 @@ pub struct Header {
     pub platform: Option<String>,
     pub config_hash: String,
     pub schedule: String,
+    /// `recorded` when the guardrail decisions were a recorded session's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 /// One thing that happened. Fields not relevant to a kind are left out.
@@ -55,6 +58,8 @@ pub struct Event {
     pub input_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_read_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,132 @@
+//! An engine that answers what a recorded session's guardrails did.
+//!
+//! An imported session (`loopsim import`) is a scenario whose calls carry the decisions read
+//! back from the session's tool results. Running it as written replays those decisions, so the
+//! run is the session as it happened; naming a profile or config swaps in that engine instead
+//! and shows what it would have done with the same calls.
+
+use loopsim_engine::GuardrailEngine;
+use loopsim_engine::guardrails::{
+    Action, CallFacts, Decision, DecisionCode, GuardrailRules, Observation,
+};
+use loopsim_engine::hash::Signature;
+use loopsim_engine::json::Value;
+
+use crate::scenario::{AgentSpec, RecordedDecision, Step};
+
+/// One call's recorded decision, resolved to engine types.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Recorded {
+    action: Action,
+    code: DecisionCode,
+    count: u32,
+}
+
+/// The recorded decisions of one agent, in the order its calls are made.
+pub struct RecordedGuard {
+    rules: GuardrailRules,
+    calls: Vec<Option<Recorded>>,
+    /// The next call's index; `before_call` moves it on.
+    next: usize,
+    halt: Option<Decision>,
+}
+
+fn resolve(d: &RecordedDecision) -> Recorded {
+    Recorded {
+        action: Action::parse(d.action.get_ref()).unwrap_or(Action::Warn),
+        code: DecisionCode::parse(d.code.get_ref()).unwrap_or(DecisionCode::Allow),
+        count: d.count,
+    }
+}
+
+impl RecordedGuard {
+    /// Lays out the agent's calls in script order: its first turn, then each user turn.
+    /// Recorded scripts make every call once (no choices or open-ended repeats), so the order
+    /// in which the simulator asks is this order.
+    pub fn new(spec: &AgentSpec, rules: GuardrailRules) -> RecordedGuard {
+        let mut calls = Vec::new();
+        let steps = spec
+            .script
+            .iter()
+            .chain(spec.turns.iter().flat_map(|t| t.script.iter()));
+        for step in steps {
+            push_step(&mut calls, step);
+        }
+        RecordedGuard {
+            rules,
+            calls,
+            next: 0,
+            halt: None,
+        }
+    }
+
+    fn decision(&mut self, signature: Signature, r: Option<Recorded>) -> Decision {
+        let Some(r) = r else {
+            return Decision::allow(signature, 0);
+        };
+        let d = Decision {
+            action: r.action,
+            code: r.code,
+            count: r.count,
+            signature,
+            detail: 0,
+        };
+        if d.action.halts() && self.halt.is_none() {
+            self.halt = Some(d.clone());
+        }
+        d
+    }
+}
+
+fn push_step(calls: &mut Vec<Option<Recorded>>, step: &Step) {
+    for _ in 0..step.times {
+        if step.delegate.is_some() {
+            calls.push(None);
+        }
+        for c in &step.calls {
+            calls.push(c.guardrail.as_ref().map(resolve));
+        }
+    }
+}
+
+impl GuardrailEngine for RecordedGuard {
+    fn name(&self) -> &str {
+        "recorded"
+    }
+
+    fn rules(&self) -> &GuardrailRules {
+        &self.rules
+    }
+
+    fn reset_turn(&mut self) {
+        self.halt = None;
+    }
+
+    fn before_call(&mut self, signature: Signature, _args: &Value) -> Decision {
+        let r = self.calls.get(self.next).copied().flatten();
+        self.next += 1;
+        // Only a refusal happens before the call; warnings and halts come after it.
+        let r = r.filter(|r| r.action == Action::Block);
+        self.decision(signature, r)
+    }
+
+    fn after_call(&mut self, facts: &CallFacts<'_>, _failed: bool) -> (Decision, Observation) {
+        let r = self
+            .next
+            .checked_sub(1)
+            .and_then(|i| self.calls.get(i).copied().flatten())
+            .filter(|r| r.action != Action::Block);
+        (
+            self.decision(facts.signature.clone(), r),
+            Observation::default(),
+        )
+    }
+
+    fn halt_decision(&self) -> Option<&Decision> {
+        self.halt.as_ref()
+    }
+
+    fn spawn_subagents(&mut self, count: u32) -> u32 {
+        count
+    }
+}
