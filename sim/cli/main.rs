@@ -9,6 +9,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::guard::GuardSession;
 use loopsim_engine::profile::ProfileName;
+use loopsim_import::plural;
+use loopsim_import::prices::Prices;
 use loopsim_report::metrics::{self, RunMetrics};
 use loopsim_report::output::{AtomicFile, write_atomic};
 use loopsim_report::{check, plots, sweep};
@@ -82,6 +84,33 @@ enum Command {
         engine: EngineArgs,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Where a what-if writes its report and plots (default: reports/<scenario>-what-if/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Import a Hermes session (state.db, agent.log) as a scenario and trace that replay it;
+    /// then `loopsim replay OUT/trace.jsonl --profile P` shows what P would have done.
+    Import {
+        /// Hermes's state database ($HERMES_HOME/state.db); opened read-only.
+        database: PathBuf,
+        /// The session to import (`--list` shows them).
+        #[arg(long, required_unless_present = "list")]
+        session: Option<String>,
+        /// List the sessions: source, model, start, calls, tokens, cost.
+        #[arg(long, conflicts_with = "session")]
+        list: bool,
+        /// Hermes's agent.log (default: logs/agent.log beside the database, if present).
+        #[arg(long)]
+        agent_log: Option<PathBuf>,
+        /// Model prices per million tokens over the built-in table (TOML, [models."name"]).
+        #[arg(long)]
+        prices: Option<PathBuf>,
+        /// The profile the scenario names: its turn rules for the recorded run.
+        #[arg(long, default_value = "hermes-0.19.0")]
+        profile: ProfileName,
+        /// Where to write (default: imported/<scenario name>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Sweep engine settings over seeds, scenarios and profiles, in parallel.
     Sweep {
@@ -406,29 +435,7 @@ fn run_cmd(
         .map(|s| RunMetrics::from_summary(s, ""))
         .collect();
     let rerun = rerun_command(path, runs[0].seed, engine);
-    let ctx = |f: &str| format!("{}: cannot write", dir.join(f).display());
-    write_atomic(&dir.join("trace.jsonl"), &trace_bytes).with_context(|| ctx("trace.jsonl"))?;
-    let plots = plots::run_plots(&dir, &runs).with_context(|| ctx("plots"))?;
-    let lean: Vec<RunSummary> = runs
-        .iter()
-        .map(|s| {
-            let mut s = s.clone();
-            s.agents.iter_mut().for_each(|a| a.series = None);
-            s
-        })
-        .collect();
-    let json = serde_json::to_vec_pretty(&serde_json::json!({
-        "summary": &lean[0],
-        "expectations": &verdicts,
-        "compared": &lean[1..],
-        "metrics": &rows,
-    }))?;
-    write_atomic(&dir.join("summary.json"), &json).with_context(|| ctx("summary.json"))?;
-    write_atomic(&dir.join("runs.csv"), &metrics::to_csv(&rows)?)
-        .with_context(|| ctx("runs.csv"))?;
-    let pairs: Vec<(RunSummary, RunMetrics)> = lean.into_iter().zip(rows.iter().cloned()).collect();
-    let md = loopsim_report::markdown::run_report(&pairs, &verdicts, &plots, &rerun);
-    write_atomic(&dir.join("summary.md"), md.as_bytes()).with_context(|| ctx("summary.md"))?;
+    let (json, pairs, plots) = write_report(&dir, &runs, &rows, &verdicts, &rerun, &trace_bytes)?;
     match format {
         Format::Json => println!("{}", String::from_utf8_lossy(&json)),
         Format::Text => {
@@ -471,7 +478,49 @@ fn run_cmd(
     Ok(())
 }
 
-fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Result<()> {
+/// Writes a run's trace, plots, summary.json, runs.csv and summary.md into `dir`, each file
+/// whole or not at all.
+#[allow(clippy::type_complexity)]
+fn write_report(
+    dir: &std::path::Path,
+    runs: &[RunSummary],
+    rows: &[RunMetrics],
+    verdicts: &[loopsim_world::expect::Verdict],
+    rerun: &str,
+    trace_bytes: &[u8],
+) -> Result<(Vec<u8>, Vec<(RunSummary, RunMetrics)>, Vec<String>)> {
+    let ctx = |f: &str| format!("{}: cannot write", dir.join(f).display());
+    write_atomic(&dir.join("trace.jsonl"), trace_bytes).with_context(|| ctx("trace.jsonl"))?;
+    let plots = plots::run_plots(dir, runs).with_context(|| ctx("plots"))?;
+    let lean: Vec<RunSummary> = runs
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            s.agents.iter_mut().for_each(|a| a.series = None);
+            s
+        })
+        .collect();
+    let json = serde_json::to_vec_pretty(&serde_json::json!({
+        "summary": &lean[0],
+        "expectations": &verdicts,
+        "compared": &lean[1..],
+        "metrics": &rows,
+    }))?;
+    write_atomic(&dir.join("summary.json"), &json).with_context(|| ctx("summary.json"))?;
+    write_atomic(&dir.join("runs.csv"), &metrics::to_csv(rows)?)
+        .with_context(|| ctx("runs.csv"))?;
+    let pairs: Vec<(RunSummary, RunMetrics)> = lean.into_iter().zip(rows.iter().cloned()).collect();
+    let md = loopsim_report::markdown::run_report(&pairs, verdicts, &plots, rerun);
+    write_atomic(&dir.join("summary.md"), md.as_bytes()).with_context(|| ctx("summary.md"))?;
+    Ok((json, pairs, plots))
+}
+
+fn replay_cmd(
+    path: &std::path::Path,
+    engine: &EngineArgs,
+    format: Format,
+    out: Option<&PathBuf>,
+) -> Result<()> {
     let recorded = std::fs::read(path)
         .with_context(|| format!("{}: cannot read the trace", path.display()))?;
     let shown = path.display().to_string();
@@ -489,10 +538,20 @@ fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Re
     } else {
         Order::Fifo
     };
+    // A recorded session's trace replays its own decisions: no profile override.
+    let own_decisions = h.engine.as_deref() == Some("recorded");
     let base = RunOptions {
         seed: Some(h.seed),
-        profile: Some(h.profile.parse()?),
-        platform: h.platform.clone(),
+        profile: if own_decisions {
+            None
+        } else {
+            Some(h.profile.parse()?)
+        },
+        platform: if own_decisions {
+            None
+        } else {
+            h.platform.clone()
+        },
         order,
         config_yaml: None,
         record_series: false,
@@ -516,18 +575,43 @@ fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Re
             .into()),
         };
     }
-    let (before, _) = run_to_memory(&sc, &base)?;
+    let series = RunOptions {
+        record_series: true,
+        ..base.clone()
+    };
+    let (before, _) = run_to_memory(&sc, &series)?;
     let mut what_if = engine.options()?;
     what_if.seed = Some(h.seed);
     what_if.order = order;
-    what_if.profile = what_if.profile.or(base.profile);
+    what_if.record_series = true;
+    what_if.profile = what_if
+        .profile
+        .or(base.profile)
+        .or_else(|| h.profile.parse().ok());
     what_if.platform = what_if.platform.or(base.platform.clone());
     let (after, after_trace) = run_to_memory(&sc, &what_if)?;
+    let dir = out
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-what-if", sc.file.name)));
+    let runs = [before.clone(), after.clone()];
+    let rows: Vec<RunMetrics> = runs
+        .iter()
+        .map(|s| RunMetrics::from_summary(s, ""))
+        .collect();
+    let rerun = format!("loopsim replay {shown}");
+    write_report(&dir, &runs, &rows, &[], &rerun, &after_trace)?;
     // The headers differ by construction (the engine); compare the events.
+    // The headers and footers differ by construction (the engine); compare the events.
     let body = |t: &[u8]| {
-        t.iter()
+        let start = t
+            .iter()
             .position(|&b| b == b'\n')
-            .map_or(Vec::new(), |i| t[i + 1..].to_vec())
+            .map_or(t.len(), |i| i + 1);
+        let end = t[..t.len().saturating_sub(1)]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(start, |i| (i + 1).max(start));
+        t[start..end].to_vec()
     };
     let diverged = trace::first_difference(&body(&recorded), &body(&after_trace)).map(|d| d.0 + 1);
     if format == Format::Json {
@@ -539,16 +623,18 @@ fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Re
         );
         return Ok(());
     }
+    let unknown = before.price_unknown || after.price_unknown;
+    let usd = |x: f64| loopsim_report::summary::usd(x, unknown);
     let row = |name: &str, s: &RunSummary| {
         let p = &s.agents[0];
         format!(
-            "| {name} | {} {} | {} | {} | {} | ${:.2} | {:.1} min | {} | {} |",
-            s.profile,
+            "| {name} | {} {} | {} | {} | {} | {} | {:.1} min | {} | {} |",
+            if s.recorded { "recorded" } else { &s.profile },
             s.platform.as_deref().unwrap_or("-"),
             s.total.model_calls,
             s.total.input_tokens,
             s.total.output_tokens,
-            s.total.cost_usd(),
+            usd(s.total.cost_usd()),
             s.duration_us as f64 / 60e6,
             p.first_warning_call
                 .map_or("-".into(), |c| format!("call {c}")),
@@ -564,12 +650,157 @@ fn replay_cmd(path: &std::path::Path, engine: &EngineArgs, format: Format) -> Re
     println!("{}", row("recorded", &before));
     println!("{}", row("counterfactual", &after));
     println!(
-        "saved: {} calls, {} input tokens, ${:.2}, {:.1} min; first divergence at trace line {}",
+        "saved: {} calls, {} input tokens, {}, {:.1} min; first divergence at trace line {}",
         before.total.model_calls as i64 - after.total.model_calls as i64,
         before.total.input_tokens as i64 - after.total.input_tokens as i64,
-        before.total.cost_usd() - after.total.cost_usd(),
+        usd(before.total.cost_usd() - after.total.cost_usd()),
         (before.duration_us as f64 - after.duration_us as f64) / 60e6,
         diverged.map_or("none".into(), |l| l.to_string())
+    );
+    if let Some(n) = &before.source_note {
+        println!("{n}");
+    }
+    println!(
+        "wrote {}/{{summary.md, summary.json, runs.csv, trace.jsonl}} and plots",
+        dir.display()
+    );
+    Ok(())
+}
+
+fn import_cmd(
+    database: &std::path::Path,
+    session: Option<&str>,
+    list: bool,
+    agent_log: Option<&std::path::Path>,
+    prices: Option<&std::path::Path>,
+    profile: ProfileName,
+    out: Option<&PathBuf>,
+) -> Result<()> {
+    let prices = match prices {
+        Some(p) => Prices::with_file(p)?,
+        None => Prices::built_in(),
+    };
+    if list {
+        let (rows, missing) = loopsim_import::list(database, &prices)?;
+        println!("| session | source | model | started (UTC) | calls | tokens | cost |");
+        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        for l in &rows {
+            let s = &l.session;
+            println!(
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                s.id,
+                s.source.as_deref().unwrap_or("-"),
+                s.model.as_deref().unwrap_or("-"),
+                s.started_at.map_or("-".into(), loopsim_import::utc),
+                l.calls,
+                l.tokens,
+                l.cost_usd.map_or("unknown".into(), |c| format!("${c:.2}"))
+            );
+        }
+        if !missing.is_empty() {
+            println!("columns this database lacks: {}", missing.join(", "));
+        }
+        return Ok(());
+    }
+    let session = session.context("--session is required (or --list)")?;
+    let imported = loopsim_import::import(&loopsim_import::Request {
+        database,
+        session,
+        agent_log,
+        prices: &prices,
+        profile,
+    })?;
+    let dir = out
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("imported").join(&imported.name));
+    let scenario_path = dir.join("scenario.toml");
+    let shown = scenario_path.display().to_string();
+    // Validated and run before anything is written.
+    let sc = Scenario::parse(&imported.scenario, &shown)
+        .with_context(|| "the imported scenario does not load (a loopsim bug)")?;
+    let opts = RunOptions {
+        record_series: true,
+        ..RunOptions::default()
+    };
+    let (summary, trace_bytes) = run_to_memory(&sc, &opts)?;
+    write_atomic(&scenario_path, imported.scenario.as_bytes())
+        .with_context(|| format!("{shown}: cannot write"))?;
+    let runs = [summary];
+    let rows = vec![RunMetrics::from_summary(&runs[0], "")];
+    let rerun = format!("loopsim replay {}", dir.join("trace.jsonl").display());
+    write_report(&dir, &runs, &rows, &[], &rerun, &trace_bytes)?;
+    let r = &imported.rebuilt;
+    let decisions: Vec<String> = r
+        .turns
+        .iter()
+        .flat_map(|t| &t.calls)
+        .flat_map(|c| &c.calls)
+        .filter_map(|c| c.decision.as_ref())
+        .map(|d| {
+            format!(
+                "{} {} (count {})",
+                d.action.as_str(),
+                d.code.as_str(),
+                d.count
+            )
+        })
+        .collect();
+    println!(
+        "session {}: {} rows ({} inactive, {} re-inserted by compaction), {}, {}, {}",
+        imported.session.id,
+        r.rows,
+        r.inactive_rows,
+        r.compaction_rows,
+        plural(r.turns.len(), "turn"),
+        plural(r.model_calls(), "model call"),
+        plural(r.tool_calls(), "tool call")
+    );
+    println!(
+        "recorded guardrail actions: {}",
+        if decisions.is_empty() {
+            "none".to_string()
+        } else {
+            decisions.join(", ")
+        }
+    );
+    println!("{}", imported.note);
+    match &imported.agent_log {
+        Some(p) => println!(
+            "agent.log: {} ({} lines for this session)",
+            p.display(),
+            imported.logged_calls
+        ),
+        None => println!("agent.log: none found (give --agent-log)"),
+    }
+    println!("estimated: {}", imported.estimated.join(", "));
+    if !imported.missing_columns.is_empty() {
+        println!(
+            "not in this database: {}",
+            imported.missing_columns.join(", ")
+        );
+    }
+    if r.orphan_results + r.missing_results > 0 {
+        println!(
+            "unmatched: {} tool results without a call, {} calls without a result",
+            r.orphan_results, r.missing_results
+        );
+    }
+    let s = &runs[0];
+    println!(
+        "as recorded: {} calls, {} input tokens, {}, {:.1} min; exits {}",
+        s.total.model_calls,
+        s.total.input_tokens,
+        loopsim_report::summary::usd(s.total.cost_usd(), s.price_unknown),
+        s.duration_us as f64 / 60e6,
+        s.agents[0].exit_reasons.join(", ")
+    );
+    println!(
+        "wrote {shown} and {}/{{trace.jsonl, summary.md, summary.json, runs.csv}} and plots",
+        dir.display()
+    );
+    println!(
+        "what if: loopsim replay {} --profile hermes-main [--platform telegram] [--config my-config.yaml]",
+        dir.join("trace.jsonl").display()
     );
     Ok(())
 }
@@ -990,7 +1221,25 @@ fn main() -> ExitCode {
             trace,
             engine,
             format,
-        } => replay_cmd(trace, engine, *format),
+            out,
+        } => replay_cmd(trace, engine, *format, out.as_ref()),
+        Command::Import {
+            database,
+            session,
+            list,
+            agent_log,
+            prices,
+            profile,
+            out,
+        } => import_cmd(
+            database,
+            session.as_deref(),
+            *list,
+            agent_log.as_deref(),
+            prices.as_deref(),
+            *profile,
+            out.as_ref(),
+        ),
         Command::List { dir } => list_cmd(dir),
         Command::Check {
             paths,

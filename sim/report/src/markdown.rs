@@ -6,6 +6,7 @@ use loopsim_world::expect::Verdict;
 use loopsim_world::sim::RunSummary;
 
 use crate::metrics::RunMetrics;
+use crate::summary::usd;
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or("-".into(), |v| v.to_string())
@@ -22,6 +23,10 @@ pub fn run_report(
     let (first, _) = &runs[0];
     let _ = writeln!(o, "# {}\n", first.scenario);
     let _ = writeln!(o, "Seed {} | rerun: `{rerun}`\n", first.seed);
+    if let Some(n) = &first.source_note {
+        let _ = writeln!(o, "{n}\n");
+    }
+    let unknown = runs.iter().any(|(s, _)| s.price_unknown);
     let _ = writeln!(o, "## Outcome\n");
     let _ = writeln!(
         o,
@@ -34,7 +39,7 @@ pub fn run_report(
     for (_, m) in runs {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | ${:.2} | {:.1} | {} | {} | {} calls, ${:.2}, {:.1} min |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} calls, {}, {:.1} min |",
             m.profile,
             if m.platform.is_empty() {
                 "-"
@@ -45,7 +50,7 @@ pub fn run_report(
             m.calls,
             m.input_tokens,
             m.output_tokens,
-            m.cost_usd,
+            usd(m.cost_usd, unknown),
             m.duration_min,
             m.first_warning_call.map_or("-".into(), |c| format!(
                 "call {c} ({:.1} min)",
@@ -62,7 +67,7 @@ pub fn run_report(
                 "-".into()
             },
             m.waste_calls,
-            m.waste_usd,
+            usd(m.waste_usd, unknown),
             m.waste_min
         );
     }
@@ -81,12 +86,12 @@ pub fn run_report(
         for (_, m) in &runs[1..] {
             let _ = writeln!(
                 o,
-                "| {} {} | {} | {} | ${:.2} | {:.1} |",
+                "| {} {} | {} | {} | {} | {:.1} |",
                 m.profile,
                 m.platform,
                 base.calls as i64 - m.calls as i64,
                 base.input_tokens as i64 - m.input_tokens as i64,
-                base.cost_usd - m.cost_usd,
+                usd(base.cost_usd - m.cost_usd, unknown),
                 base.duration_min - m.duration_min
             );
         }
@@ -104,7 +109,7 @@ pub fn run_report(
         let u = &a.usage;
         let _ = writeln!(
             o,
-            "| {} | {:?} | {} | {} | {} | {} | {:.1} s | {:.1} s | {:.1} s | ${:.2} | {} | {} |",
+            "| {} | {:?} | {} | {} | {} | {} | {:.1} s | {:.1} s | {:.1} s | {} | {} | {} |",
             a.name,
             a.status,
             u.model_calls,
@@ -114,7 +119,7 @@ pub fn run_report(
             u.model_latency_us as f64 / 1e6,
             u.tool_time_us as f64 / 1e6,
             a.wait_us as f64 / 1e6,
-            u.cost_usd(),
+            usd(u.cost_usd(), unknown),
             a.budget_used,
             a.exit_reasons.join(", ")
         );

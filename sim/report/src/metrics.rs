@@ -84,7 +84,12 @@ impl RunMetrics {
             scenario_hash: s.scenario_hash.clone(),
             config_hash: s.config_hash.clone(),
             setting: setting.to_string(),
-            profile: s.profile.clone(),
+            // A recorded session's own decisions are not any profile's.
+            profile: if s.recorded {
+                "recorded".into()
+            } else {
+                s.profile.clone()
+            },
             platform: s.platform.clone().unwrap_or_default(),
             seed: s.seed,
             exit_reason: s.parent_exit_reason.clone(),

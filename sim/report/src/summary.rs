@@ -10,16 +10,25 @@ fn mins(us: u64) -> String {
     format!("{:.1} min", us as f64 / 60e6)
 }
 
-fn usage_row(name: &str, u: &Usage) -> String {
+/// Dollars, or "unknown" when a model's price is not known.
+pub fn usd(x: f64, unknown: bool) -> String {
+    if unknown {
+        "unknown".into()
+    } else {
+        format!("${x:.2}")
+    }
+}
+
+fn usage_row(name: &str, u: &Usage, unknown: bool) -> String {
     format!(
-        "| {name} | {} | {} | {} | {} | {:.1} s | {} | ${:.2} |",
+        "| {name} | {} | {} | {} | {} | {:.1} s | {} | {} |",
         u.model_calls,
         u.input_tokens,
         u.cache_read_tokens,
         u.output_tokens,
         u.model_latency_us as f64 / 1e6,
         u.approval_calls,
-        u.cost_usd()
+        usd(u.cost_usd(), unknown)
     )
 }
 
@@ -34,6 +43,12 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
         s.platform.as_deref().unwrap_or("-"),
         s.seed
     );
+    if s.recorded {
+        let _ = writeln!(o, "guardrail decisions: the recorded session's own");
+    }
+    if let Some(n) = &s.source_note {
+        let _ = writeln!(o, "{n}");
+    }
     let _ = writeln!(
         o,
         "parent exit: {} after {} (virtual)",
@@ -47,7 +62,11 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
     );
     let _ = writeln!(o, "| --- | --- | --- | --- | --- | --- | --- | --- |");
     let children: Vec<_> = s.agents.iter().skip(1).collect();
-    let _ = writeln!(o, "{}", usage_row("parent", &s.agents[0].usage));
+    let _ = writeln!(
+        o,
+        "{}",
+        usage_row("parent", &s.agents[0].usage, s.price_unknown)
+    );
     if !children.is_empty() {
         let mut u = Usage::default();
         for c in &children {
@@ -56,15 +75,23 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
         let _ = writeln!(
             o,
             "{}",
-            usage_row(&format!("{} children", children.len()), &u)
+            usage_row(&format!("{} children", children.len()), &u, s.price_unknown)
         );
     }
-    let _ = writeln!(o, "{}", usage_row("total", &s.total));
+    let _ = writeln!(o, "{}", usage_row("total", &s.total, s.price_unknown));
     if let Some(w) = &s.agents[0].window {
-        let _ = writeln!(o, "{}", usage_row("parent, report window", w));
+        let _ = writeln!(
+            o,
+            "{}",
+            usage_row("parent, report window", w, s.price_unknown)
+        );
     }
     if let Some(w) = &s.agents[0].after_loop_began {
-        let _ = writeln!(o, "{}", usage_row("parent, after the loop began", w));
+        let _ = writeln!(
+            o,
+            "{}",
+            usage_row("parent, after the loop began", w, s.price_unknown)
+        );
     }
     let _ = writeln!(o);
     for a in &s.agents {

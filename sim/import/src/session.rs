@@ -1,0 +1,491 @@
+//! A stored session rebuilt as turns of model calls with their tool calls.
+//!
+//! Rows are read in insertion order, inactive ones included: a rewind's rows and the turns
+//! compaction summarised away were still paid for. Compaction re-inserts a summary and the
+//! kept tail of the conversation as new rows; the summary is not a call, and the copies are
+//! recognised (by tool_call_id, or as rows equal to compacted ones right after the summary)
+//! and not counted twice. Each assistant row is one model call, except the reply Hermes
+//! writes itself after a guardrail halt.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use loopsim_engine::guardrails::{Action, DecisionCode, classify};
+
+use crate::agentlog::LoggedCall;
+use crate::db::{MessageRow, SessionRow};
+use crate::recover::{self, Recovered};
+
+/// One tool call and its stored result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: Option<String>,
+    pub tool: String,
+    /// The arguments as the model sent them (JSON text).
+    pub args_json: String,
+    /// The tool's own result, without appended guardrail lines.
+    pub result: String,
+    /// Whether a result row was found.
+    pub has_result: bool,
+    pub failed: bool,
+    /// From the call's row to its result's row (estimated from timestamps).
+    pub latency_s: f64,
+    pub decision: Option<Recovered>,
+}
+
+/// One model call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelCall {
+    /// Seconds from the session's first row to the row this call wrote.
+    pub at_s: f64,
+    pub latency_s: f64,
+    /// Prompt tokens, cache reads and writes included.
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+    pub calls: Vec<ToolCall>,
+    /// Final text, for a call without tool calls.
+    pub answer: Option<String>,
+    /// Latency and tokens came from agent.log.
+    pub from_log: bool,
+    /// Characters of context before the call and of its reply (for spreading totals).
+    context_chars: u64,
+    reply_chars: u64,
+}
+
+/// How a turn ended in the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The model answered.
+    Answer,
+    /// A guardrail refused or halted a call and Hermes ended the turn.
+    GuardrailStop,
+    /// The record stops after a tool round: the user stopped it, or the process died.
+    NoAnswer,
+}
+
+/// One user turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Turn {
+    pub at_s: f64,
+    pub calls: Vec<ModelCall>,
+    pub end: TurnEnd,
+}
+
+/// What was read, and what could not be used.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rebuilt {
+    pub turns: Vec<Turn>,
+    pub rows: usize,
+    pub inactive_rows: usize,
+    /// Rows compaction re-inserted (summaries and kept copies), not counted again.
+    pub compaction_rows: usize,
+    /// Tool results no call claimed.
+    pub orphan_results: usize,
+    /// Tool calls with no result row.
+    pub missing_results: usize,
+    /// Replies Hermes wrote after a guardrail halt (not model calls).
+    pub halt_replies: usize,
+}
+
+impl Rebuilt {
+    pub fn model_calls(&self) -> usize {
+        self.turns.iter().map(|t| t.calls.len()).sum()
+    }
+
+    pub fn tool_calls(&self) -> usize {
+        self.turns
+            .iter()
+            .flat_map(|t| &t.calls)
+            .map(|c| c.calls.len())
+            .sum()
+    }
+
+    fn calls_mut(&mut self) -> impl Iterator<Item = &mut ModelCall> {
+        self.turns.iter_mut().flat_map(|t| t.calls.iter_mut())
+    }
+}
+
+/// A compaction summary row (Hermes's current and earlier prefixes).
+fn is_summary(content: &str) -> bool {
+    content.starts_with("[CONTEXT COMPACTION") || content.starts_with("[CONTEXT SUMMARY]")
+}
+
+/// `(id, name, arguments)` of an assistant row's `tool_calls` JSON, in both stored shapes:
+/// OpenAI's `{id, function: {name, arguments}}` and Hermes's `{name, arguments}`.
+fn parse_tool_calls(text: &str) -> Vec<(Option<String>, String, String)> {
+    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text)
+    else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|it| {
+            let f = it.get("function").unwrap_or(it);
+            let name = f.get("name")?.as_str()?.to_string();
+            let args = match f.get("arguments") {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(v @ serde_json::Value::Object(_)) => v.to_string(),
+                _ => "{}".to_string(),
+            };
+            let id = it.get("id").and_then(|v| v.as_str()).map(str::to_string);
+            Some((id, name, args))
+        })
+        .collect()
+}
+
+/// Rebuilds the turns of one session from its rows.
+pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
+    let t0 = rows
+        .iter()
+        .filter_map(|r| r.timestamp)
+        .reduce(f64::min)
+        .or(session.started_at)
+        .unwrap_or(0.0);
+    let ts = |r: &MessageRow, last: f64| r.timestamp.map_or(last, |t| (t - t0).max(last));
+    let mut out = Rebuilt {
+        rows: rows.len(),
+        inactive_rows: rows.iter().filter(|r| !r.active).count(),
+        ..Rebuilt::default()
+    };
+    let mut result_rows: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r.role == "tool"
+            && let Some(id) = r.tool_call_id.as_deref()
+        {
+            result_rows.entry(id).or_insert(i);
+        }
+    }
+    let mut used: HashSet<usize> = HashSet::new();
+    let mut seen_ids: HashSet<String> = HashSet::new();
+    let key = |r: &MessageRow| (r.role.clone(), r.content.clone(), r.tool_calls.clone());
+    let mut compacted: HashMap<(String, Option<String>, Option<String>), usize> = HashMap::new();
+    let mut in_copy = false;
+    let mut prev_compacted = false;
+    let mut last = 0.0f64;
+    let mut context_chars = 0u64;
+    for (i, r) in rows.iter().enumerate() {
+        if r.compacted {
+            *compacted.entry(key(r)).or_default() += 1;
+        }
+        if r.active && prev_compacted {
+            in_copy = true;
+        }
+        prev_compacted = r.compacted;
+        let content = r.content.as_deref().unwrap_or("");
+        if is_summary(content) {
+            out.compaction_rows += 1;
+            continue;
+        }
+        if in_copy {
+            match compacted.get_mut(&key(r)).filter(|n| **n > 0) {
+                Some(n) => {
+                    *n -= 1;
+                    out.compaction_rows += 1;
+                    if r.role == "tool" {
+                        used.insert(i);
+                    }
+                    continue;
+                }
+                None => in_copy = false,
+            }
+        }
+        match r.role.as_str() {
+            "user" => {
+                last = ts(r, last);
+                context_chars += content.len() as u64;
+                out.turns.push(Turn {
+                    at_s: last,
+                    calls: Vec::new(),
+                    end: TurnEnd::NoAnswer,
+                });
+            }
+            "assistant" => {
+                let parsed = r
+                    .tool_calls
+                    .as_deref()
+                    .map(parse_tool_calls)
+                    .unwrap_or_default();
+                let at = ts(r, last);
+                if out.turns.is_empty() {
+                    out.turns.push(Turn {
+                        at_s: last,
+                        calls: Vec::new(),
+                        end: TurnEnd::NoAnswer,
+                    });
+                }
+                let turn = out.turns.last_mut().expect("a turn");
+                if parsed.is_empty() {
+                    let after_halt = turn.calls.last().is_some_and(|c| {
+                        c.answer.is_none()
+                            && c.calls
+                                .iter()
+                                .any(|t| t.decision.as_ref().is_some_and(|d| d.action.halts()))
+                    });
+                    if after_halt {
+                        out.halt_replies += 1;
+                        continue;
+                    }
+                    turn.calls.push(ModelCall {
+                        at_s: at,
+                        latency_s: at - last,
+                        input_tokens: 0,
+                        cache_read_tokens: 0,
+                        cache_write_tokens: 0,
+                        output_tokens: 0,
+                        calls: Vec::new(),
+                        answer: Some(content.to_string()),
+                        from_log: false,
+                        context_chars,
+                        reply_chars: content.len() as u64,
+                    });
+                    context_chars += content.len() as u64;
+                    last = at;
+                    continue;
+                }
+                if parsed
+                    .iter()
+                    .all(|(id, _, _)| id.as_ref().is_some_and(|id| seen_ids.contains(id)))
+                {
+                    // A copy of a call already read (compaction kept it).
+                    out.compaction_rows += 1;
+                    continue;
+                }
+                let mut calls = Vec::new();
+                let mut prev = at;
+                let mut reply_chars = content.len() as u64;
+                for (id, name, args) in parsed {
+                    reply_chars += (name.len() + args.len()) as u64;
+                    let by_id = id
+                        .as_deref()
+                        .and_then(|id| result_rows.get(id).copied())
+                        .filter(|j| !used.contains(j));
+                    // Without an id, the next unclaimed tool row after the call.
+                    let j = by_id.or_else(|| {
+                        (i + 1..rows.len())
+                            .take_while(|j| rows[*j].role == "tool")
+                            .find(|j| !used.contains(j))
+                    });
+                    if let Some(id) = &id {
+                        seen_ids.insert(id.clone());
+                    }
+                    let (stored, has_result, done) = match j {
+                        Some(j) => {
+                            used.insert(j);
+                            let res = &rows[j];
+                            (res.content.clone().unwrap_or_default(), true, ts(res, prev))
+                        }
+                        None => {
+                            out.missing_results += 1;
+                            (String::new(), false, prev)
+                        }
+                    };
+                    let (raw, decision) = recover::split(&stored);
+                    let failure_code = decision.as_ref().is_some_and(|d| {
+                        matches!(
+                            d.code,
+                            DecisionCode::RepeatedExactFailureWarning
+                                | DecisionCode::RepeatedExactFailureBlock
+                                | DecisionCode::SameToolFailureWarning
+                                | DecisionCode::SameToolFailureHalt
+                        ) && d.action != Action::Block
+                    });
+                    let failed = has_result
+                        && (failure_code
+                            || classify::classify_failure(&name, Some(raw.as_bytes()), false));
+                    context_chars += (stored.len() + args.len()) as u64;
+                    calls.push(ToolCall {
+                        id,
+                        tool: name,
+                        args_json: args,
+                        result: raw.to_string(),
+                        has_result,
+                        failed,
+                        latency_s: done - prev,
+                        decision,
+                    });
+                    prev = done;
+                }
+                let turn = out.turns.last_mut().expect("a turn");
+                turn.calls.push(ModelCall {
+                    at_s: at,
+                    latency_s: at - last,
+                    input_tokens: 0,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                    output_tokens: 0,
+                    calls,
+                    answer: None,
+                    from_log: false,
+                    context_chars,
+                    reply_chars,
+                });
+                last = prev;
+            }
+            _ => {}
+        }
+    }
+    out.orphan_results = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| r.role == "tool" && !used.contains(i))
+        .count();
+    out.turns.retain(|t| !t.calls.is_empty());
+    for t in &mut out.turns {
+        let last = t.calls.last().expect("non-empty");
+        t.end = if last.answer.is_some() {
+            TurnEnd::Answer
+        } else if last
+            .calls
+            .iter()
+            .any(|c| c.decision.as_ref().is_some_and(|d| d.action.halts()))
+        {
+            TurnEnd::GuardrailStop
+        } else {
+            TurnEnd::NoAnswer
+        };
+    }
+    out
+}
+
+/// Which figures came from where.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Provenance {
+    /// Calls whose latency and tokens came from agent.log.
+    pub logged_calls: usize,
+    pub calls: usize,
+    /// Session token totals were present (else tokens are text-length estimates).
+    pub session_totals: bool,
+}
+
+/// Splits `total` over `weights` in proportion, exactly (largest remainders).
+pub fn apportion(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u128 = weights.iter().map(|w| *w as u128).sum();
+    if weights.is_empty() {
+        return Vec::new();
+    }
+    if sum == 0 {
+        return apportion(total, &vec![1; weights.len()]);
+    }
+    let mut shares: Vec<u64> = weights
+        .iter()
+        .map(|w| (total as u128 * *w as u128 / sum) as u64)
+        .collect();
+    let mut rest = total - shares.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|i| {
+        (
+            std::cmp::Reverse(total as u128 * weights[*i] as u128 % sum),
+            *i,
+        )
+    });
+    for i in order {
+        if rest == 0 {
+            break;
+        }
+        shares[i] += 1;
+        rest -= 1;
+    }
+    shares
+}
+
+/// Fills every call's latency and tokens: agent.log where it has the call, else estimates
+/// (latency from timestamps, the session's token totals spread over the other calls).
+pub fn fill_figures(
+    rebuilt: &mut Rebuilt,
+    session: &SessionRow,
+    log: &BTreeMap<u64, LoggedCall>,
+) -> Provenance {
+    let mut prov = Provenance {
+        calls: rebuilt.model_calls(),
+        ..Provenance::default()
+    };
+    let mut logged = (0u64, 0u64, 0u64);
+    for (k, c) in rebuilt.calls_mut().enumerate() {
+        if let Some(l) = log.get(&(k as u64 + 1)) {
+            c.from_log = true;
+            c.latency_s = l.latency_s;
+            c.input_tokens = l.input_tokens;
+            c.output_tokens = l.output_tokens;
+            c.cache_read_tokens = l.cache_read_tokens.min(l.input_tokens);
+            logged.0 += c.input_tokens;
+            logged.1 += c.output_tokens;
+            logged.2 += c.cache_read_tokens;
+            prov.logged_calls += 1;
+        }
+    }
+    let input = session.input_tokens.unwrap_or(0);
+    let cache_read = session.cache_read_tokens.unwrap_or(0);
+    let cache_write = session.cache_write_tokens.unwrap_or(0);
+    let output = session.output_tokens.unwrap_or(0);
+    let prompt_total = input + cache_read + cache_write;
+    prov.session_totals = prompt_total + output > 0;
+    let calls: Vec<&mut ModelCall> = rebuilt.calls_mut().collect();
+    let open: Vec<usize> = (0..calls.len()).filter(|i| !calls[*i].from_log).collect();
+    let in_w: Vec<u64> = open.iter().map(|i| calls[*i].context_chars + 1).collect();
+    let out_w: Vec<u64> = open.iter().map(|i| calls[*i].reply_chars + 1).collect();
+    let (ins, outs, reads) = if prov.session_totals {
+        (
+            apportion(prompt_total.saturating_sub(logged.0), &in_w),
+            apportion(output.saturating_sub(logged.1), &out_w),
+            apportion(cache_read.saturating_sub(logged.2), &in_w),
+        )
+    } else {
+        // No totals: about four characters a token.
+        (
+            in_w.iter().map(|w| w / 4).collect(),
+            out_w.iter().map(|w| w / 4).collect(),
+            vec![0; open.len()],
+        )
+    };
+    let mut calls = calls;
+    for (k, i) in open.iter().enumerate() {
+        let c = &mut calls[*i];
+        c.input_tokens = ins[k];
+        c.output_tokens = outs[k];
+        c.cache_read_tokens = reads[k].min(c.input_tokens);
+    }
+    // The log has no cache writes: spread the session's over every call's fresh input.
+    let fresh: Vec<u64> = calls
+        .iter()
+        .map(|c| c.input_tokens - c.cache_read_tokens)
+        .collect();
+    let writes = apportion(cache_write, &fresh);
+    for (c, w) in calls.iter_mut().zip(writes) {
+        c.cache_write_tokens = w.min(c.input_tokens - c.cache_read_tokens);
+    }
+    prov
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apportion_is_exact_and_proportional() {
+        assert_eq!(apportion(10, &[1, 1, 2]), vec![3, 2, 5]);
+        assert_eq!(apportion(7, &[0, 0]), vec![4, 3]);
+        assert_eq!(apportion(0, &[5, 5]), vec![0, 0]);
+        let s = apportion(1_000_003, &[3, 7, 11, 13]);
+        assert_eq!(s.iter().sum::<u64>(), 1_000_003);
+    }
+
+    #[test]
+    fn both_tool_call_shapes_parse() {
+        let openai = r#"[{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]"#;
+        assert_eq!(
+            parse_tool_calls(openai),
+            vec![(
+                Some("c1".into()),
+                "read_file".into(),
+                "{\"path\": \"a\"}".into()
+            )]
+        );
+        let hermes = r#"[{"name": "terminal", "arguments": {"command": "ls"}}]"#;
+        assert_eq!(
+            parse_tool_calls(hermes),
+            vec![(None, "terminal".into(), "{\"command\":\"ls\"}".into())]
+        );
+        assert!(parse_tool_calls("not json").is_empty());
+    }
+}

@@ -1,0 +1,446 @@
+//! `loopsim import` on real Hermes databases: sessions written by Hermes's own session store
+//! (`tests/import/make_sessions.py` through the installed hermes-agent 0.19.0), read back,
+//! replayed as recorded and under other engines.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+fn loopsim(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn fresh(name: &str) -> PathBuf {
+    let d = common::root()
+        .join("target/tmp")
+        .join(format!("import-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn python(py: &Path, code: &str, args: &[&Path]) -> Output {
+    let o = Command::new(py)
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "python: {}", text(&o));
+    o
+}
+
+/// Writes the sessions with Hermes's session store into `home` (a HERMES_HOME).
+fn make_sessions(py: &Path, home: &Path, extra: &[&str]) {
+    let o = Command::new(py)
+        .arg(common::root().join("tests/import/make_sessions.py"))
+        .arg(home)
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "make_sessions.py: {}", text(&o));
+}
+
+/// One closed database shared by the tests that only read it.
+fn shared() -> Option<(PathBuf, PathBuf)> {
+    static HOME: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
+    HOME.get_or_init(|| {
+        let py = common::hermes_python_or_skip("the state.db import tests")?;
+        let d = fresh("shared");
+        make_sessions(&py, &d.join("home"), &[]);
+        Some((d.join("home"), py))
+    })
+    .clone()
+}
+
+fn sha(path: &Path) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+/// Import one session into `dir`, returning its stdout.
+fn import(dir: &Path, db: &Path, session: &str, more: &[&str]) -> String {
+    let mut args = vec!["import", db.to_str().unwrap(), "--session", session];
+    args.extend_from_slice(more);
+    let o = loopsim(dir, &args);
+    assert!(o.status.success(), "import {session}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn spin_wait_is_stopped_by_hermes_main_on_telegram_at_spin_call_5() {
+    let Some((home, _)) = shared() else { return };
+    let db = home.join("state.db");
+    let before = sha(&db);
+    let dir = fresh("spin");
+    let out = import(&dir, &db, "spin-1", &[]);
+    assert!(
+        out.contains("1 turn, 43 model calls, 43 tool calls"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Latency and tokens of all 43 calls come from agent.log"),
+        "{out}"
+    );
+    assert!(out.contains("exits interrupted_by_user"), "{out}");
+    assert_eq!(sha(&db), before, "the database was modified");
+    // Per-call figures from agent.log: call k had a prompt of 12000 + 150 k tokens.
+    let sc = std::fs::read_to_string(dir.join("imported/hermes-spin-1/scenario.toml")).unwrap();
+    assert!(sc.contains("input_tokens = 12150\ncache_read_tokens = 11750"));
+    assert!(sc.contains("platform = \"telegram\""));
+    let trace = "imported/hermes-spin-1/trace.jsonl";
+    let same = loopsim(&dir, &["replay", trace]);
+    assert!(
+        text(&same).starts_with("identical: "),
+        "replay: {}",
+        text(&same)
+    );
+    // Three ordinary calls, then the spin: the streak notice at spin call 3 (call 6) and
+    // identical_call_streak_halt at spin call 5 (call 8), as telegram hard-stops.
+    let main = loopsim(&dir, &["replay", trace, "--profile", "hermes-main"]);
+    let t = text(&main);
+    assert!(main.status.success(), "{t}");
+    let cf = t
+        .lines()
+        .find(|l| l.starts_with("| counterfactual"))
+        .unwrap();
+    assert!(
+        cf.contains("| 8 |")
+            && cf.contains("call 6")
+            && cf.contains("call 8 (identical_call_streak_halt)"),
+        "{t}"
+    );
+    assert!(t.contains("saved: 35 calls"), "{t}");
+    let md = std::fs::read_to_string(dir.join("reports/hermes-spin-1-what-if/summary.md")).unwrap();
+    assert!(
+        md.contains("What each engine would have saved (against recorded)"),
+        "{md}"
+    );
+    assert!(md.contains("agent.log"), "{md}");
+    assert!(dir.join("reports/hermes-spin-1-what-if/cost.png").exists());
+    // On the CLI (attended) hermes-main only warns: nothing saved.
+    let cli = text(&loopsim(
+        &dir,
+        &[
+            "replay",
+            trace,
+            "--profile",
+            "hermes-main",
+            "--platform",
+            "cli",
+        ],
+    ));
+    assert!(cli.contains("saved: 0 calls"), "{cli}");
+}
+
+#[test]
+fn recorded_refusal_and_warnings_match_the_built_in_0_19_engine() {
+    let Some((home, _)) = shared() else { return };
+    let dir = fresh("blocked");
+    let out = import(&dir, &home.join("state.db"), "blocked-1", &[]);
+    assert!(
+        out.contains("warn idempotent_no_progress_warning (count 2)")
+            && out.contains("block idempotent_no_progress_block (count 5)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("exits guardrail_halt, text_response(finish_reason=stop)"),
+        "{out}"
+    );
+    // Hermes's halt reply is not a model call: 6 calls in turn 1, one in turn 2.
+    assert!(
+        out.contains("2 turns, 7 model calls, 6 tool calls"),
+        "{out}"
+    );
+    std::fs::write(
+        dir.join("hard.yaml"),
+        "tool_loop_guardrails:\n  hard_stop_enabled: true\n",
+    )
+    .unwrap();
+    let trace = "imported/hermes-blocked-1/trace.jsonl";
+    // loopsim's 0.19.0 engine with the session's config makes the same decisions at the same
+    // calls: the traces do not diverge.
+    let same = text(&loopsim(
+        &dir,
+        &[
+            "replay",
+            trace,
+            "--profile",
+            "hermes-0.19.0",
+            "--config",
+            "hard.yaml",
+        ],
+    ));
+    assert!(
+        same.contains("first divergence at trace line none"),
+        "{same}"
+    );
+    assert!(
+        same.contains("call 6 (idempotent_no_progress_block)"),
+        "{same}"
+    );
+    // Without hard stops the refusal never comes; the record has no call after it.
+    let lax = text(&loopsim(
+        &dir,
+        &["replay", trace, "--profile", "hermes-0.19.0"],
+    ));
+    let cf = lax
+        .lines()
+        .find(|l| l.starts_with("| counterfactual"))
+        .unwrap();
+    assert!(cf.ends_with("| - |"), "{lax}");
+    // A stricter threshold stops it earlier and saves calls.
+    std::fs::write(
+        dir.join("strict.yaml"),
+        "tool_loop_guardrails:\n  hard_stop_enabled: true\n  hard_stop_after:\n    idempotent_no_progress: 3\n",
+    )
+    .unwrap();
+    let strict = text(&loopsim(
+        &dir,
+        &["replay", trace, "--config", "strict.yaml"],
+    ));
+    assert!(
+        strict.contains("call 4 (idempotent_no_progress_block)"),
+        "{strict}"
+    );
+    assert!(strict.contains("saved: 2 calls"), "{strict}");
+}
+
+#[test]
+fn healthy_session_without_log_lines_is_estimated_and_never_stopped() {
+    let Some((home, _)) = shared() else { return };
+    let dir = fresh("healthy");
+    let out = import(&dir, &home.join("state.db"), "healthy-1", &[]);
+    assert!(
+        out.contains("2 turns, 7 model calls, 6 tool calls"),
+        "{out}"
+    );
+    assert!(
+        out.contains("warn same_tool_failure_warning (count 3)"),
+        "{out}"
+    );
+    assert!(out.contains("agent.log for 0 of 7 calls"), "{out}");
+    assert!(
+        out.contains("estimated: tool_latency, latency, input_tokens"),
+        "{out}"
+    );
+    // The session's totals are spread exactly: 7 calls of 12000 + 150 k prompt tokens.
+    assert!(
+        out.contains("as recorded: 7 calls, 88200 input tokens"),
+        "{out}"
+    );
+    let sc = std::fs::read_to_string(dir.join("imported/hermes-healthy-1/scenario.toml")).unwrap();
+    assert!(sc.contains("# call 1 (estimated)"));
+    assert!(sc.contains("label = \"healthy\""));
+    // Stored without ids: results joined by position.
+    assert!(sc.contains("result = '{\"output\": \"12 passed\", \"exit_code\": 0}'"));
+    let main = text(&loopsim(
+        &dir,
+        &[
+            "replay",
+            "imported/hermes-healthy-1/trace.jsonl",
+            "--profile",
+            "hermes-main",
+        ],
+    ));
+    assert!(main.contains("saved: 0 calls"), "{main}");
+}
+
+#[test]
+fn compaction_rows_are_counted_once_and_an_unknown_price_says_so() {
+    let Some((home, _)) = shared() else { return };
+    let dir = fresh("compacted");
+    let db = home.join("state.db");
+    let out = import(&dir, &db, "compacted-1", &[]);
+    assert!(
+        out.contains("14 rows (6 inactive, 4 re-inserted by compaction), 2 turns, 5 model calls, 3 tool calls"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Price: unknown") && out.contains("unknown, "),
+        "{out}"
+    );
+    let md = std::fs::read_to_string(dir.join("imported/hermes-compacted-1/summary.md")).unwrap();
+    assert!(md.contains("| unknown |") && !md.contains("$0.00"), "{md}");
+    // A price file names the model: dollars appear, and the file is named as their source.
+    std::fs::write(
+        dir.join("prices.toml"),
+        "[models.\"mystery-model-9\"]\ninput = 2.0\ncache_read = 0.2\noutput = 8.0\n",
+    )
+    .unwrap();
+    let out = import(&dir, &db, "compacted-1", &["--prices", "prices.toml"]);
+    assert!(out.contains("Price: from prices.toml"), "{out}");
+    assert!(!out.contains("unknown,"), "{out}");
+}
+
+#[test]
+fn a_database_still_in_wal_mode_is_read_without_changing_it() {
+    let Some(py) = common::hermes_python_or_skip("the WAL import test") else {
+        return;
+    };
+    let dir = fresh("wal");
+    let home = dir.join("home");
+    make_sessions(&py, &home, &["--leave-wal"]);
+    let (db, wal) = (home.join("state.db"), home.join("state.db-wal"));
+    assert!(std::fs::metadata(&wal).unwrap().len() > 0, "no WAL left");
+    // The last session is only in the WAL: the main file alone does not have it.
+    let main_only = python(
+        &py,
+        "import sqlite3,sys; c=sqlite3.connect('file:'+sys.argv[1]+'?immutable=1', uri=True); print(c.execute(\"select count(*) from sessions where id='late-1'\").fetchone()[0])",
+        &[&db],
+    );
+    assert_eq!(String::from_utf8_lossy(&main_only.stdout).trim(), "0");
+    let (before_db, before_wal) = (sha(&db), sha(&wal));
+    let out = import(&dir, &db, "late-1", &[]);
+    assert!(out.contains("1 turn, 1 model call, 0 tool calls"), "{out}");
+    let list = text(&loopsim(&dir, &["import", db.to_str().unwrap(), "--list"]));
+    assert!(list.contains("| late-1 | cli | gpt-4o |"), "{list}");
+    assert_eq!(sha(&db), before_db, "state.db was modified");
+    assert_eq!(sha(&wal), before_wal, "state.db-wal was modified");
+}
+
+#[test]
+fn newer_and_older_schemas_load_by_column_name() {
+    let Some((home, py)) = shared() else { return };
+    let dir = fresh("schemas");
+    let newer = dir.join("newer.db");
+    std::fs::copy(home.join("state.db"), &newer).unwrap();
+    python(
+        &py,
+        "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('alter table messages add column sentiment real'); c.execute('alter table sessions add column carbon_grams integer default 7'); c.commit()",
+        &[&newer],
+    );
+    let out = import(&dir, &newer, "spin-1", &["--out", "newer"]);
+    assert!(
+        out.contains("43 model calls") && !out.contains("not in this database"),
+        "{out}"
+    );
+    // An older shape: fewer columns, same rows (copied from the Hermes-written database).
+    let older = dir.join("older.db");
+    python(
+        &py,
+        "import sqlite3,sys\nsrc,dst=sys.argv[1],sys.argv[2]\nc=sqlite3.connect(dst)\nc.execute(\"attach database ? as h\", (src,))\nc.execute('create table sessions (id text primary key, source text, model text, started_at real, input_tokens integer, output_tokens integer)')\nc.execute('create table messages (id integer primary key, session_id text, role text, content text, tool_call_id text, tool_calls text, timestamp real)')\nc.execute('insert into sessions select id, source, model, started_at, input_tokens, output_tokens from h.sessions')\nc.execute('insert into messages select id, session_id, role, content, tool_call_id, tool_calls, timestamp from h.messages')\nc.commit()",
+        &[&home.join("state.db"), &older],
+    );
+    let out = import(&dir, &older, "healthy-1", &["--out", "older"]);
+    assert!(
+        out.contains("2 turns, 7 model calls, 6 tool calls"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not in this database: sessions.ended_at, sessions.end_reason")
+            && out.contains("messages.active")
+            && out.contains("messages.compacted"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_2_and_nothing_written() {
+    let Some((home, py)) = shared() else { return };
+    let dir = fresh("bad");
+    let db = home.join("state.db");
+    let before = sha(&db);
+    std::fs::write(dir.join("notes.txt"), "not a database\n").unwrap();
+    let empty = dir.join("other.db");
+    python(
+        &py,
+        "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table things (x)'); c.commit()",
+        &[&empty],
+    );
+    std::fs::write(
+        dir.join("prices.toml"),
+        "[models.\"m\"]\ninput = \"cheap\"\n",
+    )
+    .unwrap();
+    let dbs = db.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["import", "notes.txt", "--session", "x"],
+            "notes.txt: not a SQLite database",
+        ),
+        (
+            vec!["import", "missing.db", "--list"],
+            "missing.db: no such file",
+        ),
+        (
+            vec!["import", dbs, "--session", "nope"],
+            "no session `nope`",
+        ),
+        (
+            vec!["import", "other.db", "--list"],
+            "other.db: not a Hermes state database: it has no `sessions` table",
+        ),
+        (
+            vec![
+                "import",
+                dbs,
+                "--session",
+                "spin-1",
+                "--prices",
+                "prices.toml",
+            ],
+            "prices.toml:2: input: invalid type",
+        ),
+        (
+            vec![
+                "import",
+                dbs,
+                "--session",
+                "spin-1",
+                "--agent-log",
+                "no.log",
+            ],
+            "no.log",
+        ),
+    ] {
+        let o = loopsim(&dir, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(want), "{args:?}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"));
+    }
+    assert!(!dir.join("imported").exists(), "an output was written");
+    assert_eq!(sha(&db), before);
+    // A database another process holds an exclusive lock on.
+    let locked = dir.join("locked.db");
+    std::fs::copy(&db, &locked).unwrap();
+    let mut holder = Command::new(&py)
+        .arg("-c")
+        .arg("import sqlite3,sys; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('pragma journal_mode=delete'); c.execute('begin exclusive'); print('locked', flush=True); sys.stdin.read()")
+        .arg(&locked)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let o = loopsim(&dir, &["import", "locked.db", "--session", "spin-1"]);
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("locked.db: the database is locked by another process"),
+        "{}",
+        text(&o)
+    );
+}
