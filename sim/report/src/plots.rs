@@ -76,7 +76,11 @@ pub fn run_plots(dir: &Path, runs: &[RunSummary]) -> Result<Vec<String>, PlotErr
         .map(|s| {
             total_cost_series(
                 s,
-                format!("{} {}", s.profile, s.platform.as_deref().unwrap_or("")),
+                format!(
+                    "{} {}",
+                    if s.recorded { "recorded" } else { &s.profile },
+                    s.platform.as_deref().unwrap_or("")
+                ),
             )
         })
         .collect();
