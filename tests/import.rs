@@ -99,6 +99,22 @@ fn spin_wait_is_stopped_by_hermes_main_on_telegram_at_spin_call_5() {
     );
     assert!(out.contains("exits interrupted_by_user"), "{out}");
     assert_eq!(sha(&db), before, "the database was modified");
+    // Deterministic: a second import gives the same scenario and the same trace events.
+    import(&dir, &db, "spin-1", &["--out", "again"]);
+    let a = dir.join("imported/hermes-spin-1");
+    let b = dir.join("again");
+    assert_eq!(
+        std::fs::read(a.join("scenario.toml")).unwrap(),
+        std::fs::read(b.join("scenario.toml")).unwrap()
+    );
+    // Between the header and the footer (they name the scenario's path, which differs).
+    let events = |p: PathBuf| {
+        let t = std::fs::read_to_string(p).unwrap();
+        let lines: Vec<String> = t.lines().map(str::to_string).collect();
+        lines[1..lines.len() - 1].to_vec()
+    };
+    let (ea, eb) = (events(a.join("trace.jsonl")), events(b.join("trace.jsonl")));
+    assert!(ea.len() > 100 && ea == eb, "imports differ");
     // Per-call figures from agent.log: call k had a prompt of 12000 + 150 k tokens.
     let sc = std::fs::read_to_string(dir.join("imported/hermes-spin-1/scenario.toml")).unwrap();
     assert!(sc.contains("input_tokens = 12150\ncache_read_tokens = 11750"));
@@ -219,6 +235,44 @@ fn recorded_refusal_and_warnings_match_the_built_in_0_19_engine() {
         "{strict}"
     );
     assert!(strict.contains("saved: 2 calls"), "{strict}");
+}
+
+#[test]
+fn newer_hermes_notices_and_streak_halt_are_read_back_and_match_hermes_main() {
+    let Some((home, _)) = shared() else { return };
+    let dir = fresh("newer");
+    let out = import(&dir, &home.join("state.db"), "spin-newer-1", &[]);
+    assert!(
+        out.contains("halt identical_call_streak_halt (count 5); 3 stall-guard notices"),
+        "{out}"
+    );
+    // Stall guards are not in 0.19.0: the scenario names hermes-main.
+    assert!(out.contains("scenario profile: hermes-main"), "{out}");
+    assert!(out.contains("exits guardrail_halt"), "{out}");
+    let trace = "imported/hermes-spin-newer-1/trace.jsonl";
+    // The recorded notices and halt are exactly what loopsim's hermes-main engine does.
+    let same = text(&loopsim(
+        &dir,
+        &["replay", trace, "--profile", "hermes-main"],
+    ));
+    assert!(
+        same.contains("first divergence at trace line none"),
+        "{same}"
+    );
+    assert!(
+        same.contains("call 4 | call 6 (identical_call_streak_halt)"),
+        "{same}"
+    );
+    // Without execute_code stripping nothing is caught: the record's six calls all run.
+    let old = text(&loopsim(
+        &dir,
+        &["replay", trace, "--profile", "hermes-v0.21.5"],
+    ));
+    let cf = old
+        .lines()
+        .find(|l| l.starts_with("| counterfactual"))
+        .unwrap();
+    assert!(cf.contains("| 6 |") && cf.ends_with("| - | - |"), "{old}");
 }
 
 #[test]

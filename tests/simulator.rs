@@ -418,6 +418,45 @@ fn bad_scenarios_name_file_line_and_key() {
             .replace("hermes-main", "hermes-0.19.0"),
             "config.agent.max_turns",
         ),
+        (
+            "args-json-not-json",
+            GOOD.replace(
+                "{ tool = \"read_file\" }",
+                "{ tool = \"read_file\", args_json = \"{oops\" }",
+            ),
+            ":15: agents.parent.script[0].calls[0].args_json: not JSON",
+        ),
+        (
+            "recorded-code",
+            GOOD.replace(
+                "{ tool = \"read_file\" }",
+                "{ tool = \"read_file\", guardrail = { action = \"warn\", code = \"loud\" } }",
+            ),
+            "agents.parent.script[0].calls[0].guardrail.code: `loud` is not a guardrail decision code",
+        ),
+        (
+            "recorded-action",
+            GOOD.replace(
+                "{ tool = \"read_file\" }",
+                "{ tool = \"read_file\", guardrail = { action = \"allow\", code = \"allow\" } }",
+            ),
+            "guardrail.action: `allow` is not warn, block or halt",
+        ),
+        (
+            "turns-back-in-time",
+            format!(
+                "{GOOD}turns = [{{ at_s = 9.0, script = [{{ answer = \"a\" }}] }}, {{ at_s = 3.0, script = [{{ answer = \"b\" }}] }}]\n"
+            ),
+            "agents.parent.turns[1].at_s: must be a number of seconds, not before the previous turn's",
+        ),
+        (
+            "unknown-and-priced",
+            GOOD.replace(
+                "output_tokens = 10",
+                "output_tokens = 10\nprice = { unknown = true, input = 3.0 }",
+            ),
+            "models.m.price.unknown: a price cannot be both unknown and given",
+        ),
     ];
     for (name, text, want) in cases {
         let err = bad(name, &text);

@@ -105,9 +105,10 @@ enum Command {
         /// Model prices per million tokens over the built-in table (TOML, [models."name"]).
         #[arg(long)]
         prices: Option<PathBuf>,
-        /// The profile the scenario names: its turn rules for the recorded run.
-        #[arg(long, default_value = "hermes-0.19.0")]
-        profile: ProfileName,
+        /// The profile the scenario names, for the recorded run's turn rules and hashing
+        /// (default: hermes-0.19.0, or hermes-main when the record shows stall guards).
+        #[arg(long)]
+        profile: Option<ProfileName>,
         /// Where to write (default: imported/<scenario name>/).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -673,7 +674,7 @@ fn import_cmd(
     list: bool,
     agent_log: Option<&std::path::Path>,
     prices: Option<&std::path::Path>,
-    profile: ProfileName,
+    profile: Option<ProfileName>,
     out: Option<&PathBuf>,
 ) -> Result<()> {
     let prices = match prices {
@@ -755,15 +756,30 @@ fn import_cmd(
         plural(r.model_calls(), "model call"),
         plural(r.tool_calls(), "tool call")
     );
+    let notices = r
+        .turns
+        .iter()
+        .flat_map(|t| &t.calls)
+        .flat_map(|c| &c.calls)
+        .filter(|c| c.notice.is_some())
+        .count();
     println!(
-        "recorded guardrail actions: {}",
+        "recorded guardrail actions: {}; {}",
         if decisions.is_empty() {
             "none".to_string()
         } else {
             decisions.join(", ")
-        }
+        },
+        plural(notices, "stall-guard notice")
     );
+    if r.stubs_restored + r.stubs_unresolved > 0 {
+        println!(
+            "identical-result references: {} restored to the earlier result, {} not found",
+            r.stubs_restored, r.stubs_unresolved
+        );
+    }
     println!("{}", imported.note);
+    println!("scenario profile: {}", imported.profile);
     match &imported.agent_log {
         Some(p) => println!(
             "agent.log: {} ({} lines for this session)",

@@ -23,7 +23,10 @@ pub fn scenario_files() -> Vec<PathBuf> {
 pub fn hermes_python() -> Result<PathBuf, String> {
     let can_import = |py: &Path| {
         Command::new(py)
-            .args(["-c", "import agent.tool_guardrails, yaml"])
+            .args([
+                "-c",
+                "import agent.tool_guardrails, yaml, hermes_state, hermes_logging",
+            ])
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())

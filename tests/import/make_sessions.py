@@ -13,6 +13,7 @@ setup) with these sessions, each as the runtime would have persisted it:
 - blocked-1 (cli, hard stops on): one read_file repeated with an unchanged result; the
   0.19.0 controller warns from the 2nd and refuses the 6th; Hermes's halt reply follows.
 - compacted-1 (cli): a turn, an in-place compaction (archive_and_compact), then a second turn.
+- spin-newer-1 (telegram): the spin-wait as newer Hermes stores it (see spin_newer).
 
 With --leave-wal the process exits without closing the database, so the last writes stay in
 state.db-wal (a database still in WAL mode, as while Hermes runs). The sessions' guardrail
@@ -129,6 +130,39 @@ def spin(db):
     w.close("user_stop")
 
 
+def ordinal(n):
+    return f"{n}th" if 10 <= n % 100 <= 13 else f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def spin_newer(db):
+    """The spin-wait as a newer Hermes (stall guards, telegram hard stops) stores it: notices
+    appended from the 3rd identical poll, the streak halt appended at the 5th, then the halt
+    reply. The 0.19.0 package has no stall guards, so the fixture writes the appended lines in
+    the layout newer Hermes uses (label or note prefix, code, count), with its own words."""
+    w = Writer(db, "spin-newer-1", "telegram", "anthropic/claude-sonnet-4")
+    w.user("Tell me when the jobs are done.")
+    w.tools([("terminal", {"command": "./start-jobs.sh"})], ['{"output": "started", "exit_code": 0}'])
+    code = {"code": "print('')"}
+    for k in range(1, 11):
+        w.model_call()
+        w.n += 1
+        cid = f"call_{w.n:04d}"
+        call = {"id": cid, "type": "function", "function": {"name": "execute_code", "arguments": json.dumps(code)}}
+        db.append_message(w.sid, "assistant", "", tool_calls=[call], finish_reason="tool_calls", timestamp=w.t)
+        w.t += TOOL_LATENCY
+        res = json.dumps({"status": "success", "output": "", "duration_seconds": 0.1 * k,
+                          "kernel": {"execution_count": 40 + k}})
+        if k >= 5:
+            res += "\n\n[Tool loop hard stop: identical_call_streak_halt; count=5; (fixture words)]"
+        if k >= 3:
+            res += f"\n\n[hermes note: this is the {ordinal(k)} (fixture words)]"
+        db.append_message(w.sid, "tool", res, tool_name="execute_code", tool_call_id=cid, timestamp=w.t)
+        if k == 5:
+            db.append_message(w.sid, "assistant", "stopped: identical_call_streak_halt after 5", timestamp=w.t)
+            break
+    w.close("guardrail_halt")
+
+
 def healthy(db):
     w = Writer(db, "healthy-1", "cli", "gpt-4o", with_ids=False)
     w.user("Summarise the README.")
@@ -178,6 +212,7 @@ def main():
     hermes_logging.setup_logging(hermes_home=home, force=True)
     db = hermes_state.SessionDB(home / "state.db")
     spin(db)
+    spin_newer(db)
     healthy(db)
     blocked(db)
     compacted(db)

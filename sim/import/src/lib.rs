@@ -72,8 +72,10 @@ pub struct Request<'a> {
     /// agent.log; by default `logs/agent.log` beside the database (Hermes's home layout).
     pub agent_log: Option<&'a Path>,
     pub prices: &'a Prices,
-    /// The profile the scenario names (its turn rules; `--profile` at replay swaps it).
-    pub profile: ProfileName,
+    /// The profile the scenario names (its turn rules and hashing; `--profile` at replay
+    /// swaps it). `None`: hermes-0.19.0, or hermes-main when the record shows stall guards,
+    /// which 0.19.0 does not have.
+    pub profile: Option<ProfileName>,
 }
 
 /// An imported session: the scenario text and what went into it.
@@ -90,6 +92,8 @@ pub struct Imported {
     pub missing_columns: Vec<String>,
     pub estimated: Vec<String>,
     pub note: String,
+    /// The profile the scenario names.
+    pub profile: ProfileName,
 }
 
 /// `1 turn`, `2 turns`.
@@ -215,6 +219,27 @@ pub fn import(req: &Request<'_>) -> Result<Imported, ImportError> {
         plural(calls, "model call"),
         plural(rebuilt.tool_calls(), "tool call"),
     );
+    let stall_guards = rebuilt
+        .turns
+        .iter()
+        .flat_map(|t| &t.calls)
+        .flat_map(|c| &c.calls)
+        .any(|c| {
+            c.notice.is_some()
+                || c.decision.as_ref().is_some_and(|d| {
+                    matches!(
+                        d.code,
+                        loopsim_engine::guardrails::DecisionCode::IdenticalCallStreakHalt
+                            | loopsim_engine::guardrails::DecisionCode::IdenticalCycleHalt
+                    )
+                })
+        })
+        || rebuilt.stubs_restored + rebuilt.stubs_unresolved > 0;
+    let profile = req.profile.unwrap_or(if stall_guards {
+        ProfileName::HermesMain
+    } else {
+        ProfileName::Hermes0_19_0
+    });
     let stopped = rebuilt.turns.iter().any(|t| t.end != TurnEnd::Answer);
     let longest = rebuilt
         .turns
@@ -236,7 +261,7 @@ pub fn import(req: &Request<'_>) -> Result<Imported, ImportError> {
         description: &description,
         provenance: &provenance,
         label: if stopped { "loop" } else { "healthy" },
-        profile: req.profile.as_str(),
+        profile: profile.as_str(),
         platform: source.as_deref(),
         // One more than the longest turn, so the budget never ends a recorded turn early.
         max_turns: (longest + 1 > 90).then_some(longest + 1),
@@ -266,6 +291,7 @@ pub fn import(req: &Request<'_>) -> Result<Imported, ImportError> {
         missing_columns: missing,
         estimated,
         note,
+        profile,
     })
 }
 

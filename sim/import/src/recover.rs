@@ -6,7 +6,7 @@
 //! `count=N`. Reading them back gives the recorded decisions, and the tool's own result
 //! without them (which is what the engine hashed).
 
-use loopsim_engine::guardrails::{Action, DecisionCode};
+use loopsim_engine::guardrails::{Action, DecisionCode, NoticeKind};
 
 /// A decision read back from a result.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,36 +22,121 @@ const APPENDED: [(&str, Action); 2] = [
     ("\n\n[Tool loop hard stop: ", Action::Halt),
 ];
 
-/// A stored tool result split into the tool's own output and the recorded decision.
+/// Where newer Hermes appends a stall-guard notice, and how its two kinds begin.
+const NOTE: &str = "\n\n[hermes note: ";
+const STREAK_NOTE: &str = "this is the ";
+const CYCLE_NOTE: &str = "the last ";
+
+/// The start of the reference newer Hermes stores instead of a byte-identical result.
+pub const STUB: &str = "[hermes note: this result is byte-identical to the ";
+
+/// A stall-guard notice read back from a result (newer Hermes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Notice {
+    pub kind: NoticeKind,
+    /// The streak length, or the number of laps of a cycle.
+    pub count: u32,
+    /// A cycle's period (0 for a streak).
+    pub period: u32,
+}
+
+/// A stored tool result taken apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parts<'a> {
+    /// The tool's own output (or the stub that replaced it).
+    pub raw: &'a str,
+    pub decision: Option<Recovered>,
+    pub notice: Option<Notice>,
+    /// The tool_call_id a stub points at, when the result was replaced by a stub.
+    pub stub_of: Option<&'a str>,
+    /// The result is a stub (the tool's bytes equalled an earlier result).
+    pub stub: bool,
+}
+
+/// The leading number of `s` (`3rd` gives 3).
+fn leading_number(s: &str) -> Option<u32> {
+    let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// A stored tool result split into the tool's own output and what the guardrails added.
 pub fn split(content: &str) -> (&str, Option<Recovered>) {
-    if let Some(d) = refusal(content) {
-        return (content, Some(d));
-    }
-    let found = APPENDED
-        .iter()
-        .filter_map(|(label, action)| content.find(label).map(|at| (at, *label, *action)))
-        .min_by_key(|(at, _, _)| *at);
-    let Some((at, label, action)) = found else {
-        return (content, None);
+    let p = parts(content);
+    (p.raw, p.decision)
+}
+
+/// Every guardrail trace in a stored result: a refusal, an appended decision, a stall-guard
+/// notice, a stub.
+pub fn parts(content: &str) -> Parts<'_> {
+    let mut out = Parts {
+        raw: content,
+        decision: refusal(content),
+        notice: None,
+        stub_of: None,
+        stub: false,
     };
-    let tail = &content[at + label.len()..];
-    let mut parts = tail.splitn(3, "; ");
-    let code = parts.next().and_then(DecisionCode::parse);
-    let count = parts
-        .next()
-        .and_then(|c| c.strip_prefix("count="))
-        .and_then(|c| c.parse().ok());
-    match (code, count) {
-        (Some(code), Some(count)) => (
-            &content[..at],
-            Some(Recovered {
-                action,
-                code,
-                count,
-            }),
-        ),
-        _ => (content, None),
+    if out.decision.is_some() {
+        return out;
     }
+    let mut cut = content.len();
+    for (label, action) in APPENDED {
+        let Some(at) = content.find(label) else {
+            continue;
+        };
+        let tail = &content[at + label.len()..];
+        let mut fields = tail.splitn(3, "; ");
+        let code = fields.next().and_then(DecisionCode::parse);
+        let count = fields
+            .next()
+            .and_then(|c| c.strip_prefix("count="))
+            .and_then(|c| c.parse().ok());
+        if let (Some(code), Some(count)) = (code, count) {
+            cut = cut.min(at);
+            // A warning and a halt can both be there; the halt is what ended the turn.
+            if out.decision.as_ref().is_none_or(|d| !d.action.halts()) {
+                out.decision = Some(Recovered {
+                    action,
+                    code,
+                    count,
+                });
+            }
+        }
+    }
+    if let Some(at) = content.find(NOTE) {
+        let tail = &content[at + NOTE.len()..];
+        let notice = if let Some(rest) = tail.strip_prefix(STREAK_NOTE) {
+            leading_number(rest).map(|count| Notice {
+                kind: NoticeKind::IdenticalCallStreak,
+                count,
+                period: 0,
+            })
+        } else if let Some(rest) = tail.strip_prefix(CYCLE_NOTE) {
+            let laps = leading_number(rest);
+            let period = rest
+                .find(" cycle of ")
+                .and_then(|i| leading_number(&rest[i + " cycle of ".len()..]));
+            laps.zip(period).map(|(count, period)| Notice {
+                kind: NoticeKind::IdenticalCycle,
+                count,
+                period,
+            })
+        } else {
+            None
+        };
+        if notice.is_some() {
+            out.notice = notice;
+            cut = cut.min(at);
+        }
+    }
+    out.raw = &content[..cut];
+    if out.raw.starts_with(STUB) {
+        out.stub = true;
+        out.stub_of = out.raw.find("(tool_call_id ").and_then(|i| {
+            let rest = &out.raw[i + "(tool_call_id ".len()..];
+            rest.find(')').map(|j| &rest[..j])
+        });
+    }
+    out
 }
 
 /// A refused call's synthetic result: `{"error": ..., "guardrail": {"action": "block", ...}}`.
@@ -102,6 +187,38 @@ mod tests {
                 count: 5
             })
         );
+    }
+
+    #[test]
+    fn newer_notices_halts_and_stubs_are_read_back() {
+        let r = "{\"status\": \"success\"}\n\n[Tool loop hard stop: identical_call_streak_halt; count=5; words]\n\n[hermes note: this is the 5th ...]";
+        let p = parts(r);
+        assert_eq!(p.raw, "{\"status\": \"success\"}");
+        assert_eq!(
+            p.decision.unwrap().code,
+            DecisionCode::IdenticalCallStreakHalt
+        );
+        assert_eq!(
+            p.notice,
+            Some(Notice {
+                kind: NoticeKind::IdenticalCallStreak,
+                count: 5,
+                period: 0
+            })
+        );
+        let c = parts("x\n\n[hermes note: the last 3 rounds ... cycle of 2 ...]");
+        assert_eq!(
+            c.notice,
+            Some(Notice {
+                kind: NoticeKind::IdenticalCycle,
+                count: 3,
+                period: 2
+            })
+        );
+        let stub = "[hermes note: this result is byte-identical to the read_file ... (tool_call_id call_7) ...]";
+        let s = parts(stub);
+        assert!(s.stub);
+        assert_eq!(s.stub_of, Some("call_7"));
     }
 
     #[test]

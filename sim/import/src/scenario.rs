@@ -159,6 +159,15 @@ fn step(t: &mut String, table: &str, k: usize, c: &ModelCall) {
         let _ = writeln!(t, "result = {}", s(&call.result));
         let _ = writeln!(t, "fail = {}", call.failed);
         let _ = writeln!(t, "latency_s = {}", secs(call.latency_s));
+        if let Some(n) = &call.notice {
+            let _ = writeln!(
+                t,
+                "notice = {{ kind = {}, count = {}, period = {} }}",
+                s(n.kind.as_str()),
+                n.count,
+                n.period
+            );
+        }
         if let Some(d) = &call.decision {
             let _ = writeln!(
                 t,

@@ -13,7 +13,7 @@ use loopsim_engine::guardrails::{Action, DecisionCode, classify};
 
 use crate::agentlog::LoggedCall;
 use crate::db::{MessageRow, SessionRow};
-use crate::recover::{self, Recovered};
+use crate::recover::{self, Notice, Recovered};
 
 /// One tool call and its stored result.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +30,7 @@ pub struct ToolCall {
     /// From the call's row to its result's row (estimated from timestamps).
     pub latency_s: f64,
     pub decision: Option<Recovered>,
+    pub notice: Option<Notice>,
 }
 
 /// One model call.
@@ -86,6 +87,10 @@ pub struct Rebuilt {
     pub missing_results: usize,
     /// Replies Hermes wrote after a guardrail halt (not model calls).
     pub halt_replies: usize,
+    /// Results newer Hermes replaced by a reference to an identical earlier one: restored.
+    pub stubs_restored: usize,
+    /// ... and those whose earlier result could not be found (kept as the reference text).
+    pub stubs_unresolved: usize,
 }
 
 impl Rebuilt {
@@ -164,6 +169,9 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
     let mut prev_compacted = false;
     let mut last = 0.0f64;
     let mut context_chars = 0u64;
+    // Raw results by tool_call_id and by (tool, arguments): where a stub points.
+    let mut raw_by_id: HashMap<String, String> = HashMap::new();
+    let mut raw_by_call: HashMap<(String, String), String> = HashMap::new();
     for (i, r) in rows.iter().enumerate() {
         if r.compacted {
             *compacted.entry(key(r)).or_default() += 1;
@@ -192,6 +200,7 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
         }
         match r.role.as_str() {
             "user" => {
+                raw_by_call.clear();
                 last = ts(r, last);
                 context_chars += content.len() as u64;
                 out.turns.push(Turn {
@@ -280,7 +289,27 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
                             (String::new(), false, prev)
                         }
                     };
-                    let (raw, decision) = recover::split(&stored);
+                    let p = recover::parts(&stored);
+                    let (decision, notice) = (p.decision, p.notice);
+                    let mut raw = p.raw.to_string();
+                    if p.stub {
+                        // The tool returned the bytes of an earlier call this turn.
+                        let earlier = p
+                            .stub_of
+                            .and_then(|id| raw_by_id.get(id))
+                            .or_else(|| raw_by_call.get(&(name.clone(), args.clone())));
+                        match earlier {
+                            Some(r) => {
+                                raw = r.clone();
+                                out.stubs_restored += 1;
+                            }
+                            None => out.stubs_unresolved += 1,
+                        }
+                    }
+                    if let Some(id) = &id {
+                        raw_by_id.insert(id.clone(), raw.clone());
+                    }
+                    raw_by_call.insert((name.clone(), args.clone()), raw.clone());
                     let failure_code = decision.as_ref().is_some_and(|d| {
                         matches!(
                             d.code,
@@ -298,11 +327,12 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
                         id,
                         tool: name,
                         args_json: args,
-                        result: raw.to_string(),
+                        result: raw,
                         has_result,
                         failed,
                         latency_s: done - prev,
                         decision,
+                        notice,
                     });
                     prev = done;
                 }

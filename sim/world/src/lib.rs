@@ -1,8 +1,34 @@
 //! # loopsim-world
 //!
 //! The deterministic world the engine runs in: virtual time, a seeded discrete-event
-//! scheduler and named random streams. (Agents, the fake model and tools, scenarios and traces
-//! are being built on these.)
+//! scheduler, named random streams, scenario files, the fake model and tools, agents and their
+//! children, the human, and JSONL traces. A scenario and a seed give the same trace, byte for
+//! byte, every time.
+//!
+//! ```
+//! use loopsim_world::scenario::Scenario;
+//! use loopsim_world::sim::{run, RunOptions};
+//! use loopsim_world::trace::TraceWriter;
+//!
+//! let sc = Scenario::parse(r#"
+//! name = "demo"
+//! description = "one read, then an answer"
+//! provenance = "doc example"
+//! profile = "hermes-main"
+//! [models.m]
+//! latency_s = 2.0
+//! output_tokens = 50
+//! [tools.read_file]
+//! latency_s = 0.5
+//! [agents.parent]
+//! model = "m"
+//! context_tokens = 1000
+//! script = [{ calls = [{ tool = "read_file" }] }, { answer = "done" }]
+//! "#, "demo.toml").unwrap();
+//! let s = run(&sc, &RunOptions::default(), TraceWriter::hash_only()).unwrap();
+//! assert_eq!(s.total.model_calls, 2);
+//! assert_eq!(s.parent_exit_reason, "text_response(finish_reason=stop)");
+//! ```
 
 pub mod bridge;
 pub mod clock;

@@ -7,12 +7,12 @@
 
 use loopsim_engine::GuardrailEngine;
 use loopsim_engine::guardrails::{
-    Action, CallFacts, Decision, DecisionCode, GuardrailRules, Observation,
+    Action, CallFacts, Decision, DecisionCode, GuardrailRules, NoticeKind, Observation,
 };
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
 
-use crate::scenario::{AgentSpec, RecordedDecision, Step};
+use crate::scenario::{AgentSpec, CallSpec, RecordedDecision, RecordedNotice, Step};
 
 /// One call's recorded decision, resolved to engine types.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,10 +22,41 @@ struct Recorded {
     count: u32,
 }
 
+/// What the record says about one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct RecordedCall {
+    decision: Option<Recorded>,
+    notice: Option<Observation>,
+}
+
+fn observation(n: &RecordedNotice) -> Option<Observation> {
+    let kind = NoticeKind::parse(n.kind.get_ref())?;
+    Some(match kind {
+        NoticeKind::IdenticalCallStreak => Observation {
+            kind: Some(kind),
+            streak: n.count,
+            ..Observation::default()
+        },
+        NoticeKind::IdenticalCycle => Observation {
+            kind: Some(kind),
+            laps: n.count,
+            period: n.period,
+            ..Observation::default()
+        },
+    })
+}
+
+fn recorded_call(c: &CallSpec) -> RecordedCall {
+    RecordedCall {
+        decision: c.guardrail.as_ref().map(resolve),
+        notice: c.notice.as_ref().and_then(observation),
+    }
+}
+
 /// The recorded decisions of one agent, in the order its calls are made.
 pub struct RecordedGuard {
     rules: GuardrailRules,
-    calls: Vec<Option<Recorded>>,
+    calls: Vec<RecordedCall>,
     /// The next call's index; `before_call` moves it on.
     next: usize,
     halt: Option<Decision>,
@@ -78,13 +109,13 @@ impl RecordedGuard {
     }
 }
 
-fn push_step(calls: &mut Vec<Option<Recorded>>, step: &Step) {
+fn push_step(calls: &mut Vec<RecordedCall>, step: &Step) {
     for _ in 0..step.times {
         if step.delegate.is_some() {
-            calls.push(None);
+            calls.push(RecordedCall::default());
         }
         for c in &step.calls {
-            calls.push(c.guardrail.as_ref().map(resolve));
+            calls.push(recorded_call(c));
         }
     }
 }
@@ -103,7 +134,7 @@ impl GuardrailEngine for RecordedGuard {
     }
 
     fn before_call(&mut self, signature: Signature, _args: &Value) -> Decision {
-        let r = self.calls.get(self.next).copied().flatten();
+        let r = self.calls.get(self.next).and_then(|c| c.decision);
         self.next += 1;
         // Only a refusal happens before the call; warnings and halts come after it.
         let r = r.filter(|r| r.action == Action::Block);
@@ -111,15 +142,27 @@ impl GuardrailEngine for RecordedGuard {
     }
 
     fn after_call(&mut self, facts: &CallFacts<'_>, _failed: bool) -> (Decision, Observation) {
-        let r = self
+        let call = self
             .next
             .checked_sub(1)
-            .and_then(|i| self.calls.get(i).copied().flatten())
-            .filter(|r| r.action != Action::Block);
-        (
-            self.decision(facts.signature.clone(), r),
-            Observation::default(),
-        )
+            .and_then(|i| self.calls.get(i).copied())
+            .unwrap_or_default();
+        let r = call.decision.filter(|r| r.action != Action::Block);
+        let signature = facts.signature.clone();
+        // A stall-guard halt is the controller's halt, not the call's decision (as in Hermes).
+        if let Some(h) = r.filter(|r| {
+            matches!(
+                r.code,
+                DecisionCode::IdenticalCallStreakHalt | DecisionCode::IdenticalCycleHalt
+            )
+        }) {
+            self.decision(signature.clone(), Some(h));
+            return (
+                Decision::allow(signature, 0),
+                call.notice.unwrap_or_default(),
+            );
+        }
+        (self.decision(signature, r), call.notice.unwrap_or_default())
     }
 
     fn halt_decision(&self) -> Option<&Decision> {

@@ -230,8 +230,22 @@ pub struct CallSpec {
     pub latency_s: Option<Spanned<f64>>,
     /// What the recorded session's guardrails did to this call (used by `recorded` scenarios).
     pub guardrail: Option<RecordedDecision>,
+    /// The stall-guard notice the recorded session appended to this call's result.
+    pub notice: Option<RecordedNotice>,
     /// The recorded tool_call_id, for the reader.
     pub id: Option<String>,
+}
+
+/// A stall-guard notice read back from a recorded session.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedNotice {
+    /// identical_call_streak or identical_cycle.
+    pub kind: Spanned<String>,
+    /// The streak length, or a cycle's laps.
+    pub count: u32,
+    #[serde(default)]
+    pub period: u32,
 }
 
 /// A guardrail decision read back from a recorded session.
@@ -834,6 +848,18 @@ impl Scenario {
                         d.span(),
                         &format!("{ck}.latency_s"),
                         "must be a non-negative number of seconds",
+                    );
+                }
+                if let Some(n) = &c.notice
+                    && loopsim_engine::guardrails::NoticeKind::parse(n.kind.get_ref()).is_none()
+                {
+                    return l.err(
+                        n.kind.span(),
+                        &format!("{ck}.notice.kind"),
+                        format!(
+                            "`{}` is not identical_call_streak or identical_cycle",
+                            n.kind.get_ref()
+                        ),
                     );
                 }
                 if let Some(g) = &c.guardrail {
