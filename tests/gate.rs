@@ -1,12 +1,12 @@
 //! `loopsim check` and `loopsim gate`: failing expectations, JUnit XML, baselines, the gate's
 //! tolerance, `--update` and the Bencher Metric Format.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("loopsim-gate-{}-{name}", std::process::id()));
@@ -16,19 +16,11 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn loopsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loopsim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap()
+    common::loopsim_in(&root(), args)
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    common::output_text(o)
 }
 
 /// A copy of a committed scenario with one line replaced.

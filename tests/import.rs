@@ -8,20 +8,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-fn loopsim(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loopsim"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
+use common::{loopsim_in as loopsim, output_text as text};
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// `loopsim replay ARGS` in `dir`: its output, and the counterfactual row of its table.
+fn what_if(dir: &Path, args: &[&str]) -> (String, String) {
+    let mut all = vec!["replay"];
+    all.extend_from_slice(args);
+    let out = text(&loopsim(dir, &all));
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| counterfactual"))
+        .unwrap_or_else(|| panic!("no counterfactual row: {out}"))
+        .to_string();
+    (out, row)
 }
 
 fn fresh(name: &str) -> PathBuf {
@@ -128,13 +127,7 @@ fn spin_wait_is_stopped_by_hermes_main_on_telegram_at_spin_call_5() {
     );
     // Three ordinary calls, then the spin: the streak notice at spin call 3 (call 6) and
     // identical_call_streak_halt at spin call 5 (call 8), as telegram hard-stops.
-    let main = loopsim(&dir, &["replay", trace, "--profile", "hermes-main"]);
-    let t = text(&main);
-    assert!(main.status.success(), "{t}");
-    let cf = t
-        .lines()
-        .find(|l| l.starts_with("| counterfactual"))
-        .unwrap();
+    let (t, cf) = what_if(&dir, &[trace, "--profile", "hermes-main"]);
     assert!(
         cf.contains("| 8 |")
             && cf.contains("call 6")
@@ -150,17 +143,10 @@ fn spin_wait_is_stopped_by_hermes_main_on_telegram_at_spin_call_5() {
     assert!(md.contains("agent.log"), "{md}");
     assert!(dir.join("reports/hermes-spin-1-what-if/cost.png").exists());
     // On the CLI (attended) hermes-main only warns: nothing saved.
-    let cli = text(&loopsim(
+    let (cli, _) = what_if(
         &dir,
-        &[
-            "replay",
-            trace,
-            "--profile",
-            "hermes-main",
-            "--platform",
-            "cli",
-        ],
-    ));
+        &[trace, "--profile", "hermes-main", "--platform", "cli"],
+    );
     assert!(cli.contains("saved: 0 calls"), "{cli}");
 }
 
@@ -191,17 +177,10 @@ fn recorded_refusal_and_warnings_match_the_built_in_0_19_engine() {
     let trace = "imported/hermes-blocked-1/trace.jsonl";
     // loopsim's 0.19.0 engine with the session's config makes the same decisions at the same
     // calls: the traces do not diverge.
-    let same = text(&loopsim(
+    let (same, _) = what_if(
         &dir,
-        &[
-            "replay",
-            trace,
-            "--profile",
-            "hermes-0.19.0",
-            "--config",
-            "hard.yaml",
-        ],
-    ));
+        &[trace, "--profile", "hermes-0.19.0", "--config", "hard.yaml"],
+    );
     assert!(
         same.contains("first divergence at trace line none"),
         "{same}"
@@ -211,14 +190,7 @@ fn recorded_refusal_and_warnings_match_the_built_in_0_19_engine() {
         "{same}"
     );
     // Without hard stops the refusal never comes; the record has no call after it.
-    let lax = text(&loopsim(
-        &dir,
-        &["replay", trace, "--profile", "hermes-0.19.0"],
-    ));
-    let cf = lax
-        .lines()
-        .find(|l| l.starts_with("| counterfactual"))
-        .unwrap();
+    let (lax, cf) = what_if(&dir, &[trace, "--profile", "hermes-0.19.0"]);
     assert!(cf.ends_with("| - |"), "{lax}");
     // A stricter threshold stops it earlier and saves calls.
     std::fs::write(
@@ -226,10 +198,7 @@ fn recorded_refusal_and_warnings_match_the_built_in_0_19_engine() {
         "tool_loop_guardrails:\n  hard_stop_enabled: true\n  hard_stop_after:\n    idempotent_no_progress: 3\n",
     )
     .unwrap();
-    let strict = text(&loopsim(
-        &dir,
-        &["replay", trace, "--config", "strict.yaml"],
-    ));
+    let (strict, _) = what_if(&dir, &[trace, "--config", "strict.yaml"]);
     assert!(
         strict.contains("call 4 (idempotent_no_progress_block)"),
         "{strict}"
@@ -251,10 +220,7 @@ fn newer_hermes_notices_and_streak_halt_are_read_back_and_match_hermes_main() {
     assert!(out.contains("exits guardrail_halt"), "{out}");
     let trace = "imported/hermes-spin-newer-1/trace.jsonl";
     // The recorded notices and halt are exactly what loopsim's hermes-main engine does.
-    let same = text(&loopsim(
-        &dir,
-        &["replay", trace, "--profile", "hermes-main"],
-    ));
+    let (same, _) = what_if(&dir, &[trace, "--profile", "hermes-main"]);
     assert!(
         same.contains("first divergence at trace line none"),
         "{same}"
@@ -264,14 +230,7 @@ fn newer_hermes_notices_and_streak_halt_are_read_back_and_match_hermes_main() {
         "{same}"
     );
     // Without execute_code stripping nothing is caught: the record's six calls all run.
-    let old = text(&loopsim(
-        &dir,
-        &["replay", trace, "--profile", "hermes-v0.21.5"],
-    ));
-    let cf = old
-        .lines()
-        .find(|l| l.starts_with("| counterfactual"))
-        .unwrap();
+    let (old, cf) = what_if(&dir, &[trace, "--profile", "hermes-v0.21.5"]);
     assert!(cf.contains("| 6 |") && cf.ends_with("| - | - |"), "{old}");
 }
 
@@ -303,15 +262,14 @@ fn healthy_session_without_log_lines_is_estimated_and_never_stopped() {
     assert!(sc.contains("label = \"healthy\""));
     // Stored without ids: results joined by position.
     assert!(sc.contains("result = '{\"output\": \"12 passed\", \"exit_code\": 0}'"));
-    let main = text(&loopsim(
+    let (main, _) = what_if(
         &dir,
         &[
-            "replay",
             "imported/hermes-healthy-1/trace.jsonl",
             "--profile",
             "hermes-main",
         ],
-    ));
+    );
     assert!(main.contains("saved: 0 calls"), "{main}");
 }
 
