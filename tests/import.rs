@@ -240,21 +240,21 @@ fn healthy_session_without_log_lines_is_estimated_and_never_stopped() {
     let dir = fresh("healthy");
     let out = import(&dir, &home.join("state.db"), "healthy-1", &[]);
     assert!(
-        out.contains("2 turns, 7 model calls, 6 tool calls"),
+        out.contains("2 turns, 8 model calls, 7 tool calls"),
         "{out}"
     );
     assert!(
         out.contains("warn same_tool_failure_warning (count 3)"),
         "{out}"
     );
-    assert!(out.contains("agent.log for 0 of 7 calls"), "{out}");
+    assert!(out.contains("agent.log for 0 of 8 calls"), "{out}");
     assert!(
         out.contains("estimated: tool_latency, latency, input_tokens"),
         "{out}"
     );
-    // The session's totals are spread exactly: 7 calls of 12000 + 150 k prompt tokens.
+    // The session's totals are spread exactly: 8 calls of 12000 + 150 k prompt tokens.
     assert!(
-        out.contains("as recorded: 7 calls, 88200 input tokens"),
+        out.contains("as recorded: 8 calls, 101400 input tokens"),
         "{out}"
     );
     let sc = std::fs::read_to_string(dir.join("imported/hermes-healthy-1/scenario.toml")).unwrap();
@@ -351,7 +351,7 @@ fn newer_and_older_schemas_load_by_column_name() {
     );
     let out = import(&dir, &older, "healthy-1", &["--out", "older"]);
     assert!(
-        out.contains("2 turns, 7 model calls, 6 tool calls"),
+        out.contains("2 turns, 8 model calls, 7 tool calls"),
         "{out}"
     );
     assert!(

@@ -419,6 +419,11 @@ fn bad_scenarios_name_file_line_and_key() {
             "config.agent.max_turns",
         ),
         (
+            "delegate-call-without-tool",
+            GOOD.replace("{ tool = \"read_file\" }", "{ tool = \"delegate_task\" }"),
+            "agents.parent.script[0].calls[0].tool: no tool named `delegate_task` in [tools] (a `delegate` step starts children",
+        ),
+        (
             "args-json-not-json",
             GOOD.replace(
                 "{ tool = \"read_file\" }",

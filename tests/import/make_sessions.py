@@ -7,7 +7,7 @@ setup) with these sessions, each as the runtime would have persisted it:
 
 - spin-1 (telegram): 3 ordinary calls, then 40 identical no-op execute_code calls whose
   results differ only in volatile fields, until the user stops it; agent.log has every call.
-- healthy-1 (cli): two turns with answers; a terminal failing three times with different
+- healthy-1 (cli): two turns with answers and one delegate_task call; a terminal failing three times with different
   commands draws the 0.19.0 controller's real same_tool_failure_warning. Tool calls are stored
   in Hermes's own {name, arguments} shape (no ids). No agent.log lines.
 - blocked-1 (cli, hard stops on): one read_file repeated with an unchanged result; the
@@ -168,6 +168,9 @@ def healthy(db):
     w.user("Summarise the README.")
     w.tools([("read_file", {"path": "README.md"}), ("search_files", {"pattern": "TODO"})],
             ['{"content": "# Demo"}', '{"matches": []}'])
+    # A child's work comes back as the delegate_task result (its own calls are its own session).
+    w.tools([("delegate_task", {"goal": "check the docs folder"})],
+            ['{"status": "completed", "summary": "docs/ has two pages"}'])
     w.answer("The README is a one-line title; no TODOs.")
     w.user("Now run the tests.")
     for cmd in ["pytest", "python -m pytest", "./run-tests"]:

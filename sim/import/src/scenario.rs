@@ -97,7 +97,6 @@ pub fn render(h: &Header<'_>, r: &Rebuilt) -> String {
     let mut tools: Vec<&str> = calls()
         .flat_map(|c| &c.calls)
         .map(|c| c.tool.as_str())
-        .filter(|t| *t != "delegate_task")
         .collect();
     tools.sort_unstable();
     tools.dedup();

@@ -818,11 +818,16 @@ impl Scenario {
             for (j, c) in calls.iter().enumerate() {
                 let t = c.tool.get_ref();
                 let ck = format!("{key}.calls[{j}]");
-                if !f.tools.contains_key(t) && t != "delegate_task" {
+                if !f.tools.contains_key(t) {
+                    let hint = if t == "delegate_task" {
+                        " (a `delegate` step starts children; a delegate_task call in `calls` is an ordinary tool)"
+                    } else {
+                        ""
+                    };
                     return l.err(
                         c.tool.span(),
                         &format!("{ck}.tool"),
-                        format!("no tool named `{t}` in [tools]"),
+                        format!("no tool named `{t}` in [tools]{hint}"),
                     );
                 }
                 if let Some(a) = &c.args_json {
