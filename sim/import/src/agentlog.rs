@@ -18,29 +18,31 @@ pub struct LoggedCall {
 }
 
 /// The session's logged calls by their number in the session (1-based).
+///
+/// Files are read oldest first (`agent.log.N` ... `agent.log.1`, `agent.log`). A session resumed
+/// in a new process numbers its calls from 1 again; such a restart continues the numbering
+/// after the calls before it, so the k-th call of the session is the k-th logged one.
 pub fn read(path: &Path, session: &str) -> std::io::Result<BTreeMap<u64, LoggedCall>> {
+    let name = path
+        .file_name()
+        .map_or("agent.log".into(), |n| n.to_string_lossy().into_owned());
+    let mut files: Vec<std::path::PathBuf> = (1..=20)
+        .rev()
+        .map(|i| path.with_file_name(format!("{name}.{i}")))
+        .filter(|p| p.exists())
+        .collect();
+    files.push(path.to_path_buf());
     let mut calls = BTreeMap::new();
-    let mut files = vec![path.to_path_buf()];
-    for i in 1..=20 {
-        let rotated = path.with_file_name(format!(
-            "{}.{i}",
-            path.file_name()
-                .map_or("agent.log".into(), |n| n.to_string_lossy())
-        ));
-        if rotated.exists() {
-            files.push(rotated);
-        }
-    }
+    let (mut offset, mut last) = (0u64, 0u64);
     for f in files {
-        let bytes = match std::fs::read(&f) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && f != path => continue,
-            Err(e) => return Err(e),
-        };
+        let bytes = std::fs::read(&f)?;
         for line in String::from_utf8_lossy(&bytes).lines() {
             if let Some((n, c)) = parse_line(line, session) {
-                // The newest file wins when a call shows up twice.
-                calls.entry(n).or_insert(c);
+                if n <= last.saturating_sub(offset) {
+                    offset = last;
+                }
+                last = n + offset;
+                calls.insert(last, c);
             }
         }
     }
@@ -103,5 +105,23 @@ mod tests {
         let no_cache = "2026-11-02 10:00:01,250 INFO [s-1] agent.conversation_loop: API call #8: model=m provider=p in=10 out=2 total=12 latency=0.5s";
         assert_eq!(parse_line(no_cache, "s-1").unwrap().1.cache_read_tokens, 0);
         assert!(parse_line("garbage [s-1] API call #x: in=1", "s-1").is_none());
+    }
+
+    #[test]
+    fn rotated_files_and_a_resumed_session_number_calls_in_order() {
+        let dir = std::env::temp_dir().join(format!("loopsim-agentlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |n: u64, input: u64| {
+            format!(
+                "t INFO [s] agent.conversation_loop: API call #{n}: in={input} out=1 total=1 latency=1.0s\n"
+            )
+        };
+        // The older file has calls 1 and 2; the current one a resumed process's 1 and 2.
+        std::fs::write(dir.join("agent.log.1"), line(1, 10) + &line(2, 20)).unwrap();
+        std::fs::write(dir.join("agent.log"), line(1, 30) + &line(2, 40)).unwrap();
+        let calls = read(&dir.join("agent.log"), "s").unwrap();
+        let inputs: Vec<(u64, u64)> = calls.iter().map(|(k, c)| (*k, c.input_tokens)).collect();
+        assert_eq!(inputs, vec![(1, 10), (2, 20), (3, 30), (4, 40)]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
