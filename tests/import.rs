@@ -148,6 +148,40 @@ fn spin_wait_is_stopped_by_hermes_main_on_telegram_at_spin_call_5() {
         &[trace, "--profile", "hermes-main", "--platform", "cli"],
     );
     assert!(cli.contains("saved: 0 calls"), "{cli}");
+    // The scenario's [expect] is the record: `check` proves the replay faithful.
+    let scenario = "imported/hermes-spin-1/scenario.toml";
+    let check = loopsim(&dir, &["check", scenario]);
+    assert!(
+        check.status.success() && text(&check).contains("1 passed, 0 failed"),
+        "{}",
+        text(&check)
+    );
+    // A sweep changes the config, so the engine decides (not the record).
+    let sweep = loopsim(
+        &dir,
+        &[
+            "sweep",
+            scenario,
+            "--grid",
+            "tool_loop_guardrails.hard_stop_enabled=false,true",
+            "--seeds",
+            "0..1",
+            "--profiles",
+            "hermes-main",
+            "--platform",
+            "cli",
+            "--out",
+            "sweep",
+        ],
+    );
+    assert!(sweep.status.success(), "{}", text(&sweep));
+    let csv = std::fs::read_to_string(dir.join("sweep/sweep.csv")).unwrap();
+    let calls: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(11).unwrap())
+        .collect();
+    assert_eq!(calls, ["43", "43", "8"], "{csv}");
 }
 
 #[test]

@@ -104,6 +104,7 @@ pub fn render(h: &Header<'_>, r: &Rebuilt) -> String {
         let _ = writeln!(t, "\n[tools.{}]\nlatency_s = 0\nresult_tokens = 0", s(tool));
     }
     let _ = writeln!(t, "\n[agents.parent]\nmodel = \"main\"");
+    expectations(&mut t, r);
     let mut k = 0usize;
     for (n, turn) in r.turns.iter().enumerate() {
         let table = if n == 0 {
@@ -132,6 +133,37 @@ pub fn render(h: &Header<'_>, r: &Rebuilt) -> String {
         }
     }
     t
+}
+
+/// `[expect]`: the session as recorded, so `loopsim check` proves the replay faithful.
+fn expectations(t: &mut String, r: &Rebuilt) {
+    let calls = r.model_calls();
+    let last = r.turns.last().map(|t| t.end);
+    let exit = match last {
+        Some(TurnEnd::Answer) => "text_response(finish_reason=stop)",
+        Some(TurnEnd::GuardrailStop) => "guardrail_halt",
+        _ => "interrupted_by_user",
+    };
+    let stop = r
+        .turns
+        .iter()
+        .flat_map(|t| &t.calls)
+        .flat_map(|c| &c.calls)
+        .find_map(|c| c.decision.as_ref().filter(|d| d.action.halts()));
+    let _ = writeln!(
+        t,
+        "\n[expect]   # as recorded: `loopsim check` on this file checks the replay"
+    );
+    let _ = writeln!(t, "exit_reason = {}", s(exit));
+    let _ = writeln!(t, "parent_calls_min = {calls}\nparent_calls_max = {calls}");
+    match stop {
+        Some(d) => {
+            let _ = writeln!(t, "stop_code = {}", s(d.code.as_str()));
+        }
+        None => {
+            let _ = writeln!(t, "no_hard_stop = true");
+        }
+    }
 }
 
 fn step(t: &mut String, table: &str, k: usize, c: &ModelCall) {

@@ -75,7 +75,9 @@ pub fn run_checks(scenarios: &[Scenario]) -> Result<Vec<Case>, CheckError> {
         .map(|&(sc, seed, profile)| {
             let opts = RunOptions {
                 seed: Some(seed),
-                profile: Some(profile),
+                // The scenario's own profile is the scenario as written (for an imported
+                // session, its recorded decisions).
+                profile: (profile != sc.profile).then_some(profile),
                 ..RunOptions::default()
             };
             let summary = run(sc, &opts, TraceWriter::hash_only()).map_err(|e| CheckError {

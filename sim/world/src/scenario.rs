@@ -957,6 +957,8 @@ impl Scenario {
         }
         table.insert(parts[parts.len() - 1].to_string(), value);
         s.config_node = table_to_node(s.file.config.get_ref());
+        // Another config is another engine: a recording's own decisions no longer apply.
+        s.file.recorded = false;
         s.engine_config(None).map_err(|e| bad(e.to_string()))?;
         Ok(s)
     }
