@@ -323,6 +323,9 @@ fn compaction_rows_are_counted_once_and_an_unknown_price_says_so() {
     );
     let md = std::fs::read_to_string(dir.join("imported/hermes-compacted-1/summary.md")).unwrap();
     assert!(md.contains("| unknown |") && !md.contains("$0.00"), "{md}");
+    // No cost chart without a price (it would draw a flat $0); the timeline is there.
+    let out_dir = dir.join("imported/hermes-compacted-1");
+    assert!(!out_dir.join("cost.png").exists() && out_dir.join("timeline.png").exists());
     // A price file names the model: dollars appear, and the file is named as their source.
     std::fs::write(
         dir.join("prices.toml"),

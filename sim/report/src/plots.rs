@@ -84,12 +84,15 @@ pub fn run_plots(dir: &Path, runs: &[RunSummary]) -> Result<Vec<String>, PlotErr
             )
         })
         .collect();
-    files.extend(plot::cost_over_time(
-        dir,
-        "cost",
-        &format!("{}: cumulative cost", first.scenario),
-        &lines,
-    )?);
+    // Without a price there is no cost to draw (it would show a flat $0).
+    if !runs.iter().any(|s| s.price_unknown) {
+        files.extend(plot::cost_over_time(
+            dir,
+            "cost",
+            &format!("{}: cumulative cost", first.scenario),
+            &lines,
+        )?);
+    }
     let rows: Vec<TimelineRow> = first
         .agents
         .iter()
