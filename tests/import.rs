@@ -269,6 +269,64 @@ fn newer_hermes_notices_and_streak_halt_are_read_back_and_match_hermes_main() {
 }
 
 #[test]
+fn hermes_row_shapes_are_counted_as_the_calls_they_were() {
+    let Some((home, _)) = shared() else { return };
+    let dir = fresh("shapes");
+    let db = home.join("state.db");
+    for (session, want) in [
+        // Identical calls sharing one tool_call_id are six calls, not copies.
+        (
+            "same-ids-1",
+            vec![
+                "1 turn, 6 model calls, 6 tool calls",
+                "exits interrupted_by_user",
+            ],
+        ),
+        // Hermes's closing reply after /stop is not a call; the turn was interrupted; the
+        // second message two days later is still replayed (the horizon covers it).
+        (
+            "stopped-1",
+            vec![
+                "2 turns, 5 model calls, 4 tool calls",
+                "not model calls: 1 replies",
+                "exits interrupted_by_user, text_response(finish_reason=stop)",
+                "2881.",
+            ],
+        ),
+        // The copied tail is read once; the loop after the compaction counts in full.
+        (
+            "compact-loop-1",
+            vec![
+                "3 re-inserted by compaction",
+                "1 turn, 13 model calls, 12 tool calls",
+            ],
+        ),
+        // agent.log has a line for a retried reply that left no row: pairing by number
+        // would misplace figures, so none is used.
+        (
+            "retry-1",
+            vec![
+                "warning: agent.log numbers 3 calls for this session but the record has 2",
+                "agent.log for 0 of 2 calls",
+            ],
+        ),
+        // A guardrail line quoted inside a tool's output is not a decision.
+        (
+            "quoted-1",
+            vec!["recorded guardrail actions: none", "1 turn, 3 model calls"],
+        ),
+    ] {
+        let out = import(&dir, &db, session, &[]);
+        for w in want {
+            assert!(out.contains(w), "{session}: `{w}` not in\n{out}");
+        }
+        let scenario = format!("imported/hermes-{session}/scenario.toml");
+        let check = loopsim(&dir, &["check", &scenario]);
+        assert!(check.status.success(), "{session}: {}", text(&check));
+    }
+}
+
+#[test]
 fn healthy_session_without_log_lines_is_estimated_and_never_stopped() {
     let Some((home, _)) = shared() else { return };
     let dir = fresh("healthy");

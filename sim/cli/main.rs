@@ -724,13 +724,49 @@ fn import_cmd(
         ..RunOptions::default()
     };
     let (summary, trace_bytes) = run_to_memory(&sc, &opts)?;
-    write_atomic(&scenario_path, imported.scenario.as_bytes())
-        .with_context(|| format!("{shown}: cannot write"))?;
-    let runs = [summary];
-    let rows = vec![RunMetrics::from_summary(&runs[0], "")];
-    let rerun = format!("loopsim replay {}", dir.join("trace.jsonl").display());
-    write_report(&dir, &runs, &rows, &[], &rerun, &trace_bytes)?;
     let r = &imported.rebuilt;
+    if summary.total.model_calls != r.model_calls() as u64 || summary.hit_horizon {
+        bail!(
+            "{}: session {}: the replay makes {} of the {} recorded model calls{}; nothing was written (please report this session's shape)",
+            database.display(),
+            imported.session.id,
+            summary.total.model_calls,
+            r.model_calls(),
+            if summary.hit_horizon {
+                " before its horizon"
+            } else {
+                ""
+            }
+        );
+    }
+    // Everything goes to a scratch folder first and moves in at the end, so a failure leaves
+    // neither half a file nor a new scenario beside an old trace.
+    let scratch = dir.with_file_name(format!(
+        ".{}.partial-{}",
+        dir.file_name()
+            .map_or("import".into(), |n| n.to_string_lossy()),
+        std::process::id()
+    ));
+    let written = (|| -> Result<Vec<String>> {
+        let runs = [summary.clone()];
+        let rows = vec![RunMetrics::from_summary(&runs[0], "")];
+        let rerun = format!("loopsim replay {}", dir.join("trace.jsonl").display());
+        write_report(&scratch, &runs, &rows, &[], &rerun, &trace_bytes)?;
+        write_atomic(&scratch.join("scenario.toml"), imported.scenario.as_bytes())?;
+        let mut names = Vec::new();
+        for e in std::fs::read_dir(&scratch)? {
+            names.push(e?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        std::fs::create_dir_all(&dir)?;
+        for n in &names {
+            std::fs::rename(scratch.join(n), dir.join(n))?;
+        }
+        Ok(names)
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    written.with_context(|| format!("{}: cannot write", dir.display()))?;
+    let runs = [summary];
     let decisions: Vec<String> = r
         .turns
         .iter()
@@ -794,6 +830,21 @@ fn import_cmd(
             "not in this database: {}",
             imported.missing_columns.join(", ")
         );
+    }
+    if r.runtime_replies + r.refused_calls > 0 {
+        println!(
+            "not model calls: {} replies Hermes wrote itself (after a halt or an interrupt); refused calls: {}",
+            r.runtime_replies, r.refused_calls
+        );
+    }
+    if r.clamped_times > 0 {
+        println!(
+            "timestamps: {} rows jumped by more than 30 days and were taken as no time passing",
+            r.clamped_times
+        );
+    }
+    for w in &imported.warnings {
+        println!("warning: {w}");
     }
     if r.orphan_results + r.missing_results > 0 {
         println!(

@@ -14,6 +14,8 @@ setup) with these sessions, each as the runtime would have persisted it:
   0.19.0 controller warns from the 2nd and refuses the 6th; Hermes's halt reply follows.
 - compacted-1 (cli): a turn, an in-place compaction (archive_and_compact), then a second turn.
 - spin-newer-1 (telegram): the spin-wait as newer Hermes stores it (see spin_newer).
+- same-ids-1, stopped-1, compact-loop-1, quoted-1: shapes an import must not miscount (see
+  shapes).
 
 With --leave-wal the process exits without closing the database, so the last writes stay in
 state.db-wal (a database still in WAL mode, as while Hermes runs). The sessions' guardrail
@@ -209,6 +211,72 @@ def compacted(db):
     w.close("user_exit")
 
 
+def shapes(db):
+    """Shapes Hermes writes that an import must not miscount."""
+    # Codex-style deterministic ids: identical calls share one tool_call_id.
+    w = Writer(db, "same-ids-1", "telegram", "gpt-5")
+    w.user("Wait for the build.")
+    for _ in range(6):
+        w.model_call()
+        call = {"id": "fc_poll_0", "type": "function",
+                "function": {"name": "terminal", "arguments": json.dumps({"command": "status"})}}
+        db.append_message(w.sid, "assistant", "", tool_calls=[call], finish_reason="tool_calls", timestamp=w.t)
+        w.t += TOOL_LATENCY
+        db.append_message(w.sid, "tool", '{"output": "building", "exit_code": 0}', tool_name="terminal",
+                          tool_call_id="fc_poll_0", timestamp=w.t)
+    w.close("user_stop")
+
+    # /stop after a tool result: the runtime closes the turn with its own reply (no
+    # finish_reason), then the user goes on; the next message comes two days later.
+    w = Writer(db, "stopped-1", "telegram", "gpt-4o")
+    w.user("Poll the queue.")
+    for _ in range(4):
+        w.tools([("terminal", {"command": "queue status"})], ['{"output": "3 waiting", "exit_code": 0}'])
+    from agent.message_sanitization import close_interrupted_tool_sequence
+    closing = [{"role": "tool", "content": "x"}]
+    close_interrupted_tool_sequence(closing, None)
+    db.append_message(w.sid, "assistant", closing[-1]["content"], timestamp=w.t + 1)
+    w.t += 2 * 86_400
+    w.user("Is it empty now?")
+    w.answer("Yes.")
+    w.close("user_exit")
+
+    # A loop that goes on after an in-place compaction: the kept tail is copied (with its
+    # timestamps), then the same poll continues.
+    w = Writer(db, "compact-loop-1", "telegram", "gpt-4o")
+    w.user("Tell me when the job is done.")
+    for _ in range(6):
+        w.tools([("terminal", {"command": "job status"})], ['{"output": "pending", "exit_code": 0}'])
+    rows = db.get_messages_as_conversation(w.sid)
+    summary = {"role": "user", "content": "[CONTEXT COMPACTION \u2014 REFERENCE ONLY] summary"}
+    db.archive_and_compact(w.sid, [summary] + rows[-2:])
+    for _ in range(6):
+        w.tools([("terminal", {"command": "job status"})], ['{"output": "pending", "exit_code": 0}'])
+    w.answer("Done.")
+    w.close("user_exit")
+
+    # A reply with malformed tool-call JSON is retried: agent.log has a line for it, the
+    # database no row.
+    w = Writer(db, "retry-1", "cli", "gpt-4o", log=True)
+    hermes_logging.set_session_context(w.sid)
+    w.user("List the files.")
+    w.model_call()  # the malformed reply: logged, never stored
+    w.calls -= 1
+    w.tools([("terminal", {"command": "ls"})], ['{"output": "a b", "exit_code": 0}'])
+    w.answer("Two files: a and b.")
+    hermes_logging.clear_session_context()
+    w.close("user_exit")
+
+    # A tool's output that quotes a guardrail line in the middle is the tool's output.
+    w = Writer(db, "quoted-1", "cli", "gpt-4o")
+    w.user("Show me the old log.")
+    w.tools([("read_file", {"path": "old.log"})],
+            ['line 1\n\n[Tool loop hard stop: same_tool_failure_halt; count=8; old]\nline 3'])
+    w.tools([("read_file", {"path": "new.log"})], ['{"content": "fine"}'])
+    w.answer("The old log quotes a hard stop.")
+    w.close("user_exit")
+
+
 def main():
     home = Path(sys.argv[1])
     home.mkdir(parents=True, exist_ok=True)
@@ -219,9 +287,12 @@ def main():
     healthy(db)
     blocked(db)
     compacted(db)
+    shapes(db)
     logging.shutdown()
     if "--leave-wal" in sys.argv:
+        # Neither SQLite nor Hermes's own periodic checkpoint may move these rows out of the WAL.
         db._conn.execute("PRAGMA wal_autocheckpoint=0")
+        db._CHECKPOINT_EVERY_N_WRITES = 10**9
         db.create_session("late-1", "cli", model="gpt-4o")
         db.append_message("late-1", "user", "hello", timestamp=T0)
         db.append_message("late-1", "assistant", "hi", finish_reason="stop", timestamp=T0 + 2)

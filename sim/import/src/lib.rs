@@ -88,6 +88,8 @@ pub struct Imported {
     pub agent_log: Option<PathBuf>,
     /// Lines agent.log had for this session.
     pub logged_calls: usize,
+    /// What the reader should know about the figures.
+    pub warnings: Vec<String>,
     pub price: Option<PriceSource>,
     pub missing_columns: Vec<String>,
     pub estimated: Vec<String>,
@@ -148,6 +150,29 @@ pub fn import(req: &Request<'_>) -> Result<Imported, ImportError> {
         })?,
         None => Default::default(),
     };
+    // Lines are paired with calls by number. A log with more calls than the record (a retry
+    // after a malformed reply is logged but leaves no row) would misplace every figure after
+    // it, so then none is used.
+    let mut warnings = Vec::new();
+    let logged_lines = log.len();
+    let calls_recorded = rebuilt.model_calls() as u64;
+    let log = match log.keys().next_back() {
+        Some(&n) if n > calls_recorded => {
+            warnings.push(format!(
+                "agent.log numbers {n} calls for this session but the record has {calls_recorded}; its figures cannot be paired with calls, so all are estimated"
+            ));
+            Default::default()
+        }
+        _ => log,
+    };
+    if let Some(n) = row
+        .api_call_count
+        .filter(|n| *n > 0 && *n != calls_recorded)
+    {
+        warnings.push(format!(
+            "the session counts {n} API calls; {calls_recorded} model calls are in its rows (retries and auxiliary calls leave none)"
+        ));
+    }
     let prov = session::fill_figures(&mut rebuilt, &row, &log);
     let mut bad_args = 0;
     for c in rebuilt
@@ -241,12 +266,15 @@ pub fn import(req: &Request<'_>) -> Result<Imported, ImportError> {
         ProfileName::Hermes0_19_0
     });
     let stopped = rebuilt.turns.iter().any(|t| t.end != TurnEnd::Answer);
-    let longest = rebuilt
+    // Every turn's start plus every call's time bounds the replay's span.
+    let busy: f64 = rebuilt
         .turns
         .iter()
-        .map(|t| t.calls.len())
-        .max()
-        .unwrap_or(0) as u64;
+        .flat_map(|t| &t.calls)
+        .map(|c| c.latency_s + c.calls.iter().map(|t| t.latency_s).sum::<f64>())
+        .sum();
+    let last_turn = rebuilt.turns.last().map_or(0.0, |t| t.at_s);
+    let horizon_s = (1.5 * (last_turn + busy) + 3_600.0).max(86_400.0);
     let name = scenario_name(&row.id);
     let description = format!(
         "Hermes session {} as recorded{}.",
@@ -263,8 +291,7 @@ pub fn import(req: &Request<'_>) -> Result<Imported, ImportError> {
         label: if stopped { "loop" } else { "healthy" },
         profile: profile.as_str(),
         platform: source.as_deref(),
-        // One more than the longest turn, so the budget never ends a recorded turn early.
-        max_turns: (longest + 1 > 90).then_some(longest + 1),
+        horizon_s,
         price,
         database: &shown,
         session: &row.id,
@@ -286,7 +313,8 @@ pub fn import(req: &Request<'_>) -> Result<Imported, ImportError> {
         rebuilt,
         provenance: prov,
         agent_log: log_path,
-        logged_calls: log.len(),
+        logged_calls: logged_lines,
+        warnings,
         price: priced.map(|p| p.1),
         missing_columns: missing,
         estimated,
@@ -319,7 +347,10 @@ pub fn list(database: &Path, prices: &Prices) -> Result<(Vec<Listing>, Vec<Strin
             let read = s.cache_read_tokens.unwrap_or(0);
             let write = s.cache_write_tokens.unwrap_or(0);
             let output = s.output_tokens.unwrap_or(0);
-            let tokens = input + read + write + output;
+            let tokens = input
+                .saturating_add(read)
+                .saturating_add(write)
+                .saturating_add(output);
             let own = s
                 .actual_cost_usd
                 .filter(|c| *c > 0.0)

@@ -65,17 +65,23 @@ fn normalise(model: &str) -> String {
     m.rsplit('/').next().unwrap_or(&m).replace('.', "-")
 }
 
-/// `name` is `row`, or `row` then a date or tag.
+/// `name` is `row`, or `row` then a date (`-20250514`, `-2025-05-14`) or a tag (`@...`,
+/// `:...`, `-latest`). A version number after the row (`claude-opus-4-9`) is another model.
 fn matches(name: &str, row: &str) -> bool {
     let Some(rest) = name.strip_prefix(row) else {
         return false;
     };
-    if rest.is_empty() || rest.starts_with('@') || rest.starts_with(':') {
-        return true;
-    }
-    let digits: String = rest.chars().filter(|c| *c != '-').collect();
-    rest.starts_with('-') && digits.len() >= 6 && digits.chars().all(|c| c.is_ascii_digit())
-        || rest == "-latest"
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let dated = rest.strip_prefix('-').is_some_and(|d| {
+        digits(d, 8)
+            || (d.len() == 10
+                && digits(&d[..4], 4)
+                && &d[4..5] == "-"
+                && digits(&d[5..7], 2)
+                && &d[7..8] == "-"
+                && digits(&d[8..], 2))
+    });
+    rest.is_empty() || rest.starts_with('@') || rest.starts_with(':') || rest == "-latest" || dated
 }
 
 impl Prices {
@@ -172,6 +178,9 @@ mod tests {
         assert_eq!(o.input, 5.0);
         assert_eq!(src, PriceSource::BuiltIn("claude-opus-4-5"));
         assert!(p.lookup("claude-opus-4-9").is_none());
+        assert!(p.lookup("claude-opus-4-9-20260301").is_none());
+        assert!(p.lookup("anthropic/claude-opus-4.6-20260205").is_none());
+        assert_eq!(p.lookup("gpt-4o-2024-08-06").unwrap().0.input, 2.5);
         assert!(p.lookup("my-local-model").is_none());
         assert_eq!(p.lookup("gpt-4o-mini").unwrap().0.input, 0.15);
     }

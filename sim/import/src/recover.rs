@@ -66,7 +66,9 @@ pub fn split(content: &str) -> (&str, Option<Recovered>) {
 }
 
 /// Every guardrail trace in a stored result: a refusal, an appended decision, a stall-guard
-/// notice, a stub.
+/// notice, a stub. Appended lines count only at the end of the result, one bracketed block
+/// after another, as Hermes appends them; the same words quoted inside a tool's output are
+/// the tool's.
 pub fn parts(content: &str) -> Parts<'_> {
     let mut out = Parts {
         raw: content,
@@ -78,62 +80,63 @@ pub fn parts(content: &str) -> Parts<'_> {
     if out.decision.is_some() {
         return out;
     }
-    let mut cut = content.len();
-    for (label, action) in APPENDED {
-        let Some(at) = content.find(label) else {
-            continue;
-        };
-        let tail = &content[at + label.len()..];
-        let mut fields = tail.splitn(3, "; ");
-        let code = fields.next().and_then(DecisionCode::parse);
-        let count = fields
-            .next()
-            .and_then(|c| c.strip_prefix("count="))
-            .and_then(|c| c.parse().ok());
-        if let (Some(code), Some(count)) = (code, count) {
-            cut = cut.min(at);
+    let mut rest = content;
+    while let Some(at) = rest.rfind("\n\n[") {
+        let block = &rest[at..];
+        if !block.trim_end().ends_with(']') {
+            break;
+        }
+        if let Some((label, action)) = APPENDED.iter().find(|(l, _)| block.starts_with(l)) {
+            let mut fields = block[label.len()..].splitn(3, "; ");
+            let code = fields.next().and_then(DecisionCode::parse);
+            let count = fields
+                .next()
+                .and_then(|c| c.strip_prefix("count="))
+                .and_then(|c| c.parse().ok());
+            let (Some(code), Some(count)) = (code, count) else {
+                break;
+            };
             // A warning and a halt can both be there; the halt is what ended the turn.
             if out.decision.as_ref().is_none_or(|d| !d.action.halts()) {
                 out.decision = Some(Recovered {
-                    action,
+                    action: *action,
                     code,
                     count,
                 });
             }
-        }
-    }
-    if let Some(at) = content.find(NOTE) {
-        let tail = &content[at + NOTE.len()..];
-        let notice = if let Some(rest) = tail.strip_prefix(STREAK_NOTE) {
-            leading_number(rest).map(|count| Notice {
-                kind: NoticeKind::IdenticalCallStreak,
-                count,
-                period: 0,
-            })
-        } else if let Some(rest) = tail.strip_prefix(CYCLE_NOTE) {
-            let laps = leading_number(rest);
-            let period = rest
-                .find(" cycle of ")
-                .and_then(|i| leading_number(&rest[i + " cycle of ".len()..]));
-            laps.zip(period).map(|(count, period)| Notice {
-                kind: NoticeKind::IdenticalCycle,
-                count,
-                period,
-            })
+        } else if let Some(tail) = block.strip_prefix(NOTE) {
+            let notice = if let Some(r) = tail.strip_prefix(STREAK_NOTE) {
+                leading_number(r).map(|count| Notice {
+                    kind: NoticeKind::IdenticalCallStreak,
+                    count,
+                    period: 0,
+                })
+            } else if let Some(r) = tail.strip_prefix(CYCLE_NOTE) {
+                let laps = leading_number(r);
+                let period = r
+                    .find(" cycle of ")
+                    .and_then(|i| leading_number(&r[i + " cycle of ".len()..]));
+                laps.zip(period).map(|(count, period)| Notice {
+                    kind: NoticeKind::IdenticalCycle,
+                    count,
+                    period,
+                })
+            } else {
+                None
+            };
+            let Some(n) = notice else { break };
+            out.notice = Some(n);
         } else {
-            None
-        };
-        if notice.is_some() {
-            out.notice = notice;
-            cut = cut.min(at);
+            break;
         }
+        rest = &rest[..at];
     }
-    out.raw = &content[..cut];
+    out.raw = rest;
     if out.raw.starts_with(STUB) {
         out.stub = true;
         out.stub_of = out.raw.find("(tool_call_id ").and_then(|i| {
-            let rest = &out.raw[i + "(tool_call_id ".len()..];
-            rest.find(')').map(|j| &rest[..j])
+            let tail = &out.raw[i + "(tool_call_id ".len()..];
+            tail.find(')').map(|j| &tail[..j])
         });
     }
     out
@@ -224,6 +227,10 @@ mod tests {
     #[test]
     fn look_alikes_are_left_alone() {
         for r in [
+            "out
+
+[Tool loop hard stop: same_tool_failure_halt; count=5; quoted]
+more output",
             "plain output",
             "{\"guardrail\": 3}",
             "x\n\n[Tool loop warning: not_a_code; count=2; m]",

@@ -18,8 +18,8 @@ pub struct Header<'a> {
     pub label: &'a str,
     pub profile: &'a str,
     pub platform: Option<&'a str>,
-    /// A `max_turns` to set when the record's longest turn needs more than the default.
-    pub max_turns: Option<u64>,
+    /// The run's safety-net horizon: past the session's whole span.
+    pub horizon_s: f64,
     /// `price = { ... }` text, or `{ unknown = true }`.
     pub price: String,
     pub database: &'a str,
@@ -29,9 +29,26 @@ pub struct Header<'a> {
     pub note: &'a str,
 }
 
-/// A TOML string literal.
+/// A TOML string value.
 fn s(x: &str) -> String {
     toml::Value::String(x.to_string()).to_string()
+}
+
+/// A TOML key: a one-line basic string, whatever the name holds.
+fn key(x: &str) -> String {
+    let mut o = String::from("\"");
+    for c in x.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(o, "\\u{:04X}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
 }
 
 /// A float TOML keeps exactly (microsecond resolution, as the simulator's clock).
@@ -79,9 +96,7 @@ pub fn render(h: &Header<'_>, r: &Rebuilt) -> String {
     let est: Vec<String> = h.estimated.iter().map(|e| s(e)).collect();
     let _ = writeln!(t, "estimated = [{}]", est.join(", "));
     let _ = writeln!(t, "note = {}", s(h.note));
-    if let Some(m) = h.max_turns {
-        let _ = writeln!(t, "\n[config.agent]\nmax_turns = {m}");
-    }
+    let _ = writeln!(t, "\n[report]\nhorizon_s = {}", secs(h.horizon_s.ceil()));
     let _ = writeln!(t, "\n[models.main]");
     let _ = writeln!(
         t,
@@ -101,7 +116,11 @@ pub fn render(h: &Header<'_>, r: &Rebuilt) -> String {
     tools.sort_unstable();
     tools.dedup();
     for tool in tools {
-        let _ = writeln!(t, "\n[tools.{}]\nlatency_s = 0\nresult_tokens = 0", s(tool));
+        let _ = writeln!(
+            t,
+            "\n[tools.{}]\nlatency_s = 0\nresult_tokens = 0",
+            key(tool)
+        );
     }
     let _ = writeln!(t, "\n[agents.parent]\nmodel = \"main\"");
     expectations(&mut t, r);
@@ -206,6 +225,28 @@ fn step(t: &mut String, table: &str, k: usize, c: &ModelCall) {
                 s(d.action.as_str()),
                 s(d.code.as_str()),
                 d.count
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn odd_tool_names_make_valid_keys() {
+        for name in [
+            "a\"b'c",
+            "line\nbreak",
+            "cr\r\n",
+            "del\u{7f}",
+            "back\\slash",
+            "é ü",
+        ] {
+            let text = format!("[tools.{}]\nx = 1\n", super::key(name));
+            let v: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{name:?}: {e}"));
+            assert!(
+                v["tools"].as_table().unwrap().contains_key(name),
+                "{name:?}"
             );
         }
     }

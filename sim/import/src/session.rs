@@ -85,8 +85,12 @@ pub struct Rebuilt {
     pub orphan_results: usize,
     /// Tool calls with no result row.
     pub missing_results: usize,
-    /// Replies Hermes wrote after a guardrail halt (not model calls).
-    pub halt_replies: usize,
+    /// Replies Hermes writes itself (after a guardrail halt or an interrupt): not model calls.
+    pub runtime_replies: usize,
+    /// Calls a guardrail refused (never run).
+    pub refused_calls: usize,
+    /// Rows whose timestamp jumped by more than [`MAX_GAP_S`] (taken as no time passing).
+    pub clamped_times: usize,
     /// Results newer Hermes replaced by a reference to an identical earlier one: restored.
     pub stubs_restored: usize,
     /// ... and those whose earlier result could not be found (kept as the reference text).
@@ -111,9 +115,12 @@ impl Rebuilt {
     }
 }
 
-/// A compaction summary row (Hermes's current and earlier prefixes).
+/// A compaction summary row (Hermes's current and earlier prefixes, and the form merged into
+/// the first kept message when roles would collide).
 fn is_summary(content: &str) -> bool {
-    content.starts_with("[CONTEXT COMPACTION") || content.starts_with("[CONTEXT SUMMARY]")
+    content.starts_with("[CONTEXT COMPACTION")
+        || content.starts_with("[CONTEXT SUMMARY]")
+        || content.starts_with("[PRIOR CONTEXT")
 }
 
 /// `(id, name, arguments)` of an assistant row's `tool_calls` JSON, in both stored shapes:
@@ -139,72 +146,133 @@ fn parse_tool_calls(text: &str) -> Vec<(Option<String>, String, String)> {
         .collect()
 }
 
+/// The longest gap between two rows taken at face value; a larger jump is a broken clock.
+pub const MAX_GAP_S: f64 = 30.0 * 86_400.0;
+
+type RowKey = (String, Option<String>, Option<String>);
+
+fn row_key(r: &MessageRow) -> RowKey {
+    (r.role.clone(), r.content.clone(), r.tool_calls.clone())
+}
+
+/// Rows a compaction inserted again. Where live rows follow archived ones, Hermes inserted
+/// the summary and copies of rows it kept (the head and the tail of the conversation), in
+/// order. A copy has the content of an archived row and either that row's timestamp or the
+/// compaction's; a new row the loop wrote afterwards has a later one. Returns a flag per row.
+fn compaction_copies(rows: &[MessageRow]) -> Vec<bool> {
+    let mut copy = vec![false; rows.len()];
+    let mut i = 1;
+    while i < rows.len() {
+        let starts = rows[i].active && !rows[i - 1].active && rows[..i].iter().any(|r| r.compacted);
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let archived: Vec<(RowKey, Option<f64>)> = rows[..i]
+            .iter()
+            .filter(|r| r.compacted)
+            .map(|r| (row_key(r), r.timestamp))
+            .collect();
+        // The compaction's own time: its summary's, else its first row's.
+        let block: Vec<usize> = (i..rows.len()).take_while(|x| rows[*x].active).collect();
+        let batch = block
+            .iter()
+            .find(|x| is_summary(rows[**x].content.as_deref().unwrap_or("")))
+            .map_or(rows[i].timestamp, |x| rows[*x].timestamp);
+        let mut next = 0;
+        let mut end = i;
+        for &x in &block {
+            let r = &rows[x];
+            if is_summary(r.content.as_deref().unwrap_or("")) {
+                copy[x] = true;
+                end = x + 1;
+                continue;
+            }
+            let key = row_key(r);
+            let same_time = |t: Option<f64>| match (r.timestamp, t) {
+                (Some(a), Some(b)) => a == b || Some(a) == batch,
+                _ => true,
+            };
+            match (next..archived.len())
+                .find(|k| archived[*k].0 == key && same_time(archived[*k].1))
+            {
+                Some(k) => {
+                    copy[x] = true;
+                    next = k + 1;
+                    end = x + 1;
+                }
+                None => break,
+            }
+        }
+        i = end.max(i + 1);
+    }
+    copy
+}
+
 /// Rebuilds the turns of one session from its rows.
 pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
-    let t0 = rows
-        .iter()
-        .filter_map(|r| r.timestamp)
-        .reduce(f64::min)
-        .or(session.started_at)
-        .unwrap_or(0.0);
-    let ts = |r: &MessageRow, last: f64| r.timestamp.map_or(last, |t| (t - t0).max(last));
     let mut out = Rebuilt {
         rows: rows.len(),
         inactive_rows: rows.iter().filter(|r| !r.active).count(),
         ..Rebuilt::default()
     };
-    let mut result_rows: HashMap<&str, usize> = HashMap::new();
+    // Seconds since the first row, never going back, gaps capped (a broken clock).
+    let t0 = rows
+        .iter()
+        .filter_map(|r| r.timestamp)
+        .find(|t| t.is_finite())
+        .or(session.started_at)
+        .unwrap_or(0.0);
+    let mut times = Vec::with_capacity(rows.len());
+    let mut now = 0.0f64;
+    let mut prev_raw: Option<f64> = None;
+    for r in rows {
+        if let Some(t) = r.timestamp.filter(|t| t.is_finite()) {
+            let gap = prev_raw.map_or(t - t0, |p| t - p);
+            if gap > MAX_GAP_S || gap < 0.0 && -gap > MAX_GAP_S {
+                out.clamped_times += 1;
+            } else if gap > 0.0 {
+                now += gap;
+            }
+            prev_raw = Some(t);
+        }
+        times.push(now);
+    }
+    let copies = compaction_copies(rows);
+    out.compaction_rows = copies.iter().filter(|c| **c).count();
+    // Real model replies carry a finish_reason; rows the runtime writes itself do not.
+    let finish_reasons = rows
+        .iter()
+        .any(|r| r.role == "assistant" && r.finish_reason.is_some());
+    let mut results_by_id: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, r) in rows.iter().enumerate() {
         if r.role == "tool"
+            && !copies[i]
             && let Some(id) = r.tool_call_id.as_deref()
         {
-            result_rows.entry(id).or_insert(i);
+            results_by_id.entry(id).or_default().push(i);
         }
     }
     let mut used: HashSet<usize> = HashSet::new();
-    let mut seen_ids: HashSet<String> = HashSet::new();
-    let key = |r: &MessageRow| (r.role.clone(), r.content.clone(), r.tool_calls.clone());
-    let mut compacted: HashMap<(String, Option<String>, Option<String>), usize> = HashMap::new();
-    let mut in_copy = false;
-    let mut prev_compacted = false;
     let mut last = 0.0f64;
     let mut context_chars = 0u64;
-    // Raw results by tool_call_id and by (tool, arguments): where a stub points.
+    // Raw results by tool_call_id and by (tool, arguments): where a stub points, and what a
+    // refused call would most likely have returned.
     let mut raw_by_id: HashMap<String, String> = HashMap::new();
-    let mut raw_by_call: HashMap<(String, String), String> = HashMap::new();
+    let mut raw_by_call: HashMap<(String, String), (String, bool)> = HashMap::new();
     for (i, r) in rows.iter().enumerate() {
-        if r.compacted {
-            *compacted.entry(key(r)).or_default() += 1;
-        }
-        if r.active && prev_compacted {
-            in_copy = true;
-        }
-        prev_compacted = r.compacted;
-        let content = r.content.as_deref().unwrap_or("");
-        if is_summary(content) {
-            out.compaction_rows += 1;
+        if copies[i] {
             continue;
         }
-        if in_copy {
-            match compacted.get_mut(&key(r)).filter(|n| **n > 0) {
-                Some(n) => {
-                    *n -= 1;
-                    out.compaction_rows += 1;
-                    if r.role == "tool" {
-                        used.insert(i);
-                    }
-                    continue;
-                }
-                None => in_copy = false,
-            }
-        }
+        let content = r.content.as_deref().unwrap_or("");
+        let at = times[i];
         match r.role.as_str() {
             "user" => {
                 raw_by_call.clear();
-                last = ts(r, last);
+                last = at;
                 context_chars += content.len() as u64;
                 out.turns.push(Turn {
-                    at_s: last,
+                    at_s: at,
                     calls: Vec::new(),
                     end: TurnEnd::NoAnswer,
                 });
@@ -215,7 +283,6 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
                     .as_deref()
                     .map(parse_tool_calls)
                     .unwrap_or_default();
-                let at = ts(r, last);
                 if out.turns.is_empty() {
                     out.turns.push(Turn {
                         at_s: last,
@@ -231,8 +298,14 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
                                 .iter()
                                 .any(|t| t.decision.as_ref().is_some_and(|d| d.action.halts()))
                     });
-                    if after_halt {
-                        out.halt_replies += 1;
+                    let runtime = if finish_reasons {
+                        r.finish_reason.is_none()
+                    } else {
+                        after_halt || content.starts_with("Operation interrupted")
+                    };
+                    if runtime {
+                        // Hermes's own closing reply (a halt, an interrupt): not a call.
+                        out.runtime_replies += 1;
                         continue;
                     }
                     turn.calls.push(ModelCall {
@@ -252,37 +325,35 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
                     last = at;
                     continue;
                 }
-                if parsed
-                    .iter()
-                    .all(|(id, _, _)| id.as_ref().is_some_and(|id| seen_ids.contains(id)))
-                {
-                    // A copy of a call already read (compaction kept it).
-                    out.compaction_rows += 1;
-                    continue;
-                }
                 let mut calls = Vec::new();
                 let mut prev = at;
                 let mut reply_chars = content.len() as u64;
                 for (id, name, args) in parsed {
                     reply_chars += (name.len() + args.len()) as u64;
-                    let by_id = id
-                        .as_deref()
-                        .and_then(|id| result_rows.get(id).copied())
-                        .filter(|j| !used.contains(j));
-                    // Without an id, the next unclaimed tool row after the call.
+                    // Its result: the first unclaimed row with its id, else (no id) the next
+                    // unclaimed tool row after the call.
+                    let by_id = id.as_deref().and_then(|id| {
+                        results_by_id.get(id).and_then(|js| {
+                            js.iter()
+                                .copied()
+                                .find(|j| *j > i && !used.contains(j))
+                                .or_else(|| js.iter().copied().find(|j| !used.contains(j)))
+                        })
+                    });
                     let j = by_id.or_else(|| {
                         (i + 1..rows.len())
                             .take_while(|j| rows[*j].role == "tool")
-                            .find(|j| !used.contains(j))
+                            .find(|j| !used.contains(j) && !copies[*j])
                     });
-                    if let Some(id) = &id {
-                        seen_ids.insert(id.clone());
-                    }
                     let (stored, has_result, done) = match j {
                         Some(j) => {
                             used.insert(j);
                             let res = &rows[j];
-                            (res.content.clone().unwrap_or_default(), true, ts(res, prev))
+                            (
+                                res.content.clone().unwrap_or_default(),
+                                true,
+                                times[j].max(prev),
+                            )
                         }
                         None => {
                             out.missing_results += 1;
@@ -292,36 +363,50 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
                     let p = recover::parts(&stored);
                     let (decision, notice) = (p.decision, p.notice);
                     let mut raw = p.raw.to_string();
-                    if p.stub {
+                    let refused = decision.as_ref().is_some_and(|d| d.action == Action::Block);
+                    let mut failed = false;
+                    if refused {
+                        // Never run: should a laxer engine run it, the likeliest result is
+                        // the one its signature last gave (the refusal came because the
+                        // results were not changing), else nothing.
+                        let before = raw_by_call.get(&(name.clone(), args.clone())).cloned();
+                        out.refused_calls += 1;
+                        (raw, failed) = before.unwrap_or_default();
+                    } else if p.stub {
                         // The tool returned the bytes of an earlier call this turn.
-                        let earlier = p
-                            .stub_of
-                            .and_then(|id| raw_by_id.get(id))
-                            .or_else(|| raw_by_call.get(&(name.clone(), args.clone())));
+                        let earlier =
+                            p.stub_of
+                                .and_then(|id| raw_by_id.get(id).cloned())
+                                .or_else(|| {
+                                    raw_by_call
+                                        .get(&(name.clone(), args.clone()))
+                                        .map(|r| r.0.clone())
+                                });
                         match earlier {
                             Some(r) => {
-                                raw = r.clone();
+                                raw = r;
                                 out.stubs_restored += 1;
                             }
                             None => out.stubs_unresolved += 1,
                         }
                     }
-                    if let Some(id) = &id {
-                        raw_by_id.insert(id.clone(), raw.clone());
+                    if !refused {
+                        let failure_code = decision.as_ref().is_some_and(|d| {
+                            matches!(
+                                d.code,
+                                DecisionCode::RepeatedExactFailureWarning
+                                    | DecisionCode::SameToolFailureWarning
+                                    | DecisionCode::SameToolFailureHalt
+                            )
+                        });
+                        failed = has_result
+                            && (failure_code
+                                || classify::classify_failure(&name, Some(raw.as_bytes()), false));
+                        if let Some(id) = &id {
+                            raw_by_id.insert(id.clone(), raw.clone());
+                        }
+                        raw_by_call.insert((name.clone(), args.clone()), (raw.clone(), failed));
                     }
-                    raw_by_call.insert((name.clone(), args.clone()), raw.clone());
-                    let failure_code = decision.as_ref().is_some_and(|d| {
-                        matches!(
-                            d.code,
-                            DecisionCode::RepeatedExactFailureWarning
-                                | DecisionCode::RepeatedExactFailureBlock
-                                | DecisionCode::SameToolFailureWarning
-                                | DecisionCode::SameToolFailureHalt
-                        ) && d.action != Action::Block
-                    });
-                    let failed = has_result
-                        && (failure_code
-                            || classify::classify_failure(&name, Some(raw.as_bytes()), false));
                     context_chars += (stored.len() + args.len()) as u64;
                     calls.push(ToolCall {
                         id,
@@ -358,7 +443,7 @@ pub fn rebuild(rows: &[MessageRow], session: &SessionRow) -> Rebuilt {
     out.orphan_results = rows
         .iter()
         .enumerate()
-        .filter(|(i, r)| r.role == "tool" && !used.contains(i))
+        .filter(|(i, r)| r.role == "tool" && !used.contains(i) && !copies[*i])
         .count();
     out.turns.retain(|t| !t.calls.is_empty());
     for t in &mut out.turns {
@@ -438,9 +523,9 @@ pub fn fill_figures(
             c.input_tokens = l.input_tokens;
             c.output_tokens = l.output_tokens;
             c.cache_read_tokens = l.cache_read_tokens.min(l.input_tokens);
-            logged.0 += c.input_tokens;
-            logged.1 += c.output_tokens;
-            logged.2 += c.cache_read_tokens;
+            logged.0 = logged.0.saturating_add(c.input_tokens);
+            logged.1 = logged.1.saturating_add(c.output_tokens);
+            logged.2 = logged.2.saturating_add(c.cache_read_tokens);
             prov.logged_calls += 1;
         }
     }
@@ -448,8 +533,8 @@ pub fn fill_figures(
     let cache_read = session.cache_read_tokens.unwrap_or(0);
     let cache_write = session.cache_write_tokens.unwrap_or(0);
     let output = session.output_tokens.unwrap_or(0);
-    let prompt_total = input + cache_read + cache_write;
-    prov.session_totals = prompt_total + output > 0;
+    let prompt_total = input.saturating_add(cache_read).saturating_add(cache_write);
+    prov.session_totals = prompt_total.saturating_add(output) > 0;
     let calls: Vec<&mut ModelCall> = rebuilt.calls_mut().collect();
     let open: Vec<usize> = (0..calls.len()).filter(|i| !calls[*i].from_log).collect();
     let in_w: Vec<u64> = open.iter().map(|i| calls[*i].context_chars + 1).collect();

@@ -53,11 +53,13 @@ fn recorded_call(c: &CallSpec) -> RecordedCall {
     }
 }
 
-/// The recorded decisions of one agent, in the order its calls are made.
+/// The recorded decisions of one agent: per user turn, in the order its calls are made.
 pub struct RecordedGuard {
     rules: GuardrailRules,
-    calls: Vec<RecordedCall>,
-    /// The next call's index; `before_call` moves it on.
+    turns: Vec<Vec<RecordedCall>>,
+    /// The current turn (none before the first).
+    turn: Option<usize>,
+    /// The next call's index in the turn; `before_call` moves it on.
     next: usize,
     halt: Option<Decision>,
 }
@@ -71,24 +73,31 @@ fn resolve(d: &RecordedDecision) -> Recorded {
 }
 
 impl RecordedGuard {
-    /// Lays out the agent's calls in script order: its first turn, then each user turn.
-    /// Recorded scripts make every call once (no choices or open-ended repeats), so the order
-    /// in which the simulator asks is this order.
+    /// Lays out the agent's calls in script order, per turn: its first turn, then each user
+    /// turn. Recorded scripts make every call once (no choices or open-ended repeats), so the
+    /// order in which the simulator asks is this order.
     pub fn new(spec: &AgentSpec, rules: GuardrailRules) -> RecordedGuard {
-        let mut calls = Vec::new();
-        let steps = spec
-            .script
-            .iter()
-            .chain(spec.turns.iter().flat_map(|t| t.script.iter()));
-        for step in steps {
-            push_step(&mut calls, step);
-        }
+        let scripts = std::iter::once(&spec.script).chain(spec.turns.iter().map(|t| &t.script));
+        let turns = scripts
+            .map(|script| {
+                let mut calls = Vec::new();
+                for step in script {
+                    push_step(&mut calls, step);
+                }
+                calls
+            })
+            .collect();
         RecordedGuard {
             rules,
-            calls,
+            turns,
+            turn: None,
             next: 0,
             halt: None,
         }
+    }
+
+    fn call(&self, i: usize) -> Option<RecordedCall> {
+        self.turns.get(self.turn?)?.get(i).copied()
     }
 
     fn decision(&mut self, signature: Signature, r: Option<Recorded>) -> Decision {
@@ -130,11 +139,14 @@ impl GuardrailEngine for RecordedGuard {
     }
 
     fn reset_turn(&mut self) {
+        // A turn cut short (by another stop) does not shift the next turn's decisions.
+        self.turn = Some(self.turn.map_or(0, |t| t + 1));
+        self.next = 0;
         self.halt = None;
     }
 
     fn before_call(&mut self, signature: Signature, _args: &Value) -> Decision {
-        let r = self.calls.get(self.next).and_then(|c| c.decision);
+        let r = self.call(self.next).and_then(|c| c.decision);
         self.next += 1;
         // Only a refusal happens before the call; warnings and halts come after it.
         let r = r.filter(|r| r.action == Action::Block);
@@ -145,7 +157,7 @@ impl GuardrailEngine for RecordedGuard {
         let call = self
             .next
             .checked_sub(1)
-            .and_then(|i| self.calls.get(i).copied())
+            .and_then(|i| self.call(i))
             .unwrap_or_default();
         let r = call.decision.filter(|r| r.action != Action::Block);
         let signature = facts.signature.clone();

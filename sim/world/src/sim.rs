@@ -330,6 +330,11 @@ fn call_args(
 impl<'s> World<'s> {
     fn new(sc: &'s Scenario, opts: &RunOptions, trace: TraceWriter) -> Result<Self, RunError> {
         let seed = opts.seed.unwrap_or(sc.file.seed);
+        let recorded = sc.file.recorded
+            && opts.profile.is_none()
+            && opts.config_yaml.is_none()
+            && opts.platform.is_none()
+            && matches!(opts.engine, crate::bridge::EngineChoice::Builtin);
         let profile = opts.profile.unwrap_or(sc.profile);
         let platform = opts.platform.as_deref();
         let build = |platform: Option<&str>| -> Result<EngineConfig, RunError> {
@@ -340,8 +345,13 @@ impl<'s> World<'s> {
             c.delegation.child_budget = sc.child_budget;
             Ok(c)
         };
-        let cfg = build(platform)?;
+        let mut cfg = build(platform)?;
         let child_cfg = build(Some("subagent"))?;
+        if recorded {
+            // The record is what the budget allowed: no cap of the scenario's profile may cut
+            // it short (a what-if under a profile keeps that profile's cap).
+            cfg.max_iterations = loopsim_engine::budget::UNLIMITED;
+        }
         let bridge = match &opts.engine {
             crate::bridge::EngineChoice::Builtin => None,
             crate::bridge::EngineChoice::HermesPython { python, adapter } => {
@@ -361,11 +371,6 @@ impl<'s> World<'s> {
                 )?)
             }
         };
-        let recorded = sc.file.recorded
-            && opts.profile.is_none()
-            && opts.config_yaml.is_none()
-            && opts.platform.is_none()
-            && matches!(opts.engine, crate::bridge::EngineChoice::Builtin);
         let mut w = World {
             recorded,
             bridge,
