@@ -522,6 +522,23 @@ fn bad_input_is_a_clear_error_with_exit_2_and_nothing_written() {
         assert!(!text(&o).contains("panicked"));
     }
     assert!(!dir.join("imported").exists(), "an output was written");
+    // An output that cannot be written: exit 2, and no scenario without its trace.
+    std::fs::create_dir_all(dir.join("blocked/trace.jsonl")).unwrap();
+    let o = loopsim(
+        &dir,
+        &["import", dbs, "--session", "healthy-1", "--out", "blocked"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("blocked: cannot write"), "{}", text(&o));
+    assert!(!dir.join("blocked/scenario.toml").exists());
+    assert!(
+        std::fs::read_dir(&dir).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("partial")),
+        "a scratch folder was left behind"
+    );
     assert_eq!(sha(&db), before);
     // A database another process holds an exclusive lock on.
     let locked = dir.join("locked.db");

@@ -757,7 +757,8 @@ fn import_cmd(
         for e in std::fs::read_dir(&scratch)? {
             names.push(e?.file_name().to_string_lossy().into_owned());
         }
-        names.sort();
+        // The scenario last: a failed move leaves no new scenario beside an old trace.
+        names.sort_by_key(|n| (n == "scenario.toml", n.clone()));
         std::fs::create_dir_all(&dir)?;
         for n in &names {
             std::fs::rename(scratch.join(n), dir.join(n))?;
