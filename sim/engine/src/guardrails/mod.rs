@@ -16,7 +16,7 @@ use crate::hash::{self, Hash, ResultHashCache, ResultHashing, Signature};
 use crate::json::Value;
 
 pub use classify::classify_failure;
-pub use config::{GuardrailConfig, LoopCaps};
+pub use config::{ATTENDED_PLATFORMS, GuardrailConfig, LoopCaps, is_unattended};
 pub use stall::{NoticeKind, Observation};
 pub use tools::ToolSets;
 

@@ -1,0 +1,256 @@
+//! How a turn ends: [`ExitReason`], printing and parsing Hermes's exact strings.
+
+use std::fmt;
+
+/// Why a model reply ended.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    Other(String),
+}
+
+impl fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(s) => s,
+        })
+    }
+}
+
+/// Every way a Hermes turn ends. `Display` prints Hermes's exact strings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExitReason {
+    Unknown,
+    InterruptedByUser,
+    ReviewInputBudgetExhausted,
+    BudgetExhausted,
+    OllamaRuntimeContextTooSmall,
+    InterruptedDuringApiCall,
+    RedirectRestartLimitExceeded,
+    CompactionHandoffNotActionable,
+    RebuiltRestartLimitExceeded,
+    AllRetriesExhaustedNoResponse,
+    SessionPersistenceFailed,
+    GuardrailHalt,
+    TextResponse(FinishReason),
+    PartialStreamRecovery,
+    FallbackPriorTurnContent,
+    EmptyResponseExhausted,
+    /// The argument is cut to 80 characters, as Hermes does.
+    LocalProcessingError(String),
+    RepeatedOuterErrors(String),
+    ErrorNearMaxIterations(String),
+    InterpreterShutdown,
+    MaxIterationsReached {
+        calls: u64,
+        max: u64,
+    },
+    PendingToolResult,
+    ContextCompressionExhausted,
+    ContextCompressionTimeout,
+}
+
+fn cut80(s: &str) -> &str {
+    match s.char_indices().nth(80) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ExitReason::*;
+        match self {
+            Unknown => f.write_str("unknown"),
+            InterruptedByUser => f.write_str("interrupted_by_user"),
+            ReviewInputBudgetExhausted => f.write_str("review_input_budget_exhausted"),
+            BudgetExhausted => f.write_str("budget_exhausted"),
+            OllamaRuntimeContextTooSmall => f.write_str("ollama_runtime_context_too_small"),
+            InterruptedDuringApiCall => f.write_str("interrupted_during_api_call"),
+            RedirectRestartLimitExceeded => f.write_str("redirect_restart_limit_exceeded"),
+            CompactionHandoffNotActionable => f.write_str("compaction_handoff_not_actionable"),
+            RebuiltRestartLimitExceeded => f.write_str("rebuilt_restart_limit_exceeded"),
+            AllRetriesExhaustedNoResponse => f.write_str("all_retries_exhausted_no_response"),
+            SessionPersistenceFailed => f.write_str("session_persistence_failed"),
+            GuardrailHalt => f.write_str("guardrail_halt"),
+            TextResponse(fr) => write!(f, "text_response(finish_reason={fr})"),
+            PartialStreamRecovery => f.write_str("partial_stream_recovery"),
+            FallbackPriorTurnContent => f.write_str("fallback_prior_turn_content"),
+            EmptyResponseExhausted => f.write_str("empty_response_exhausted"),
+            LocalProcessingError(e) => write!(f, "local_processing_error({})", cut80(e)),
+            RepeatedOuterErrors(e) => write!(f, "repeated_outer_errors({})", cut80(e)),
+            ErrorNearMaxIterations(e) => write!(f, "error_near_max_iterations({})", cut80(e)),
+            InterpreterShutdown => f.write_str("interpreter_shutdown"),
+            MaxIterationsReached { calls, max } => {
+                write!(f, "max_iterations_reached({calls}/{max})")
+            }
+            PendingToolResult => f.write_str("pending_tool_result"),
+            ContextCompressionExhausted => f.write_str("context_compression_exhausted"),
+            ContextCompressionTimeout => f.write_str("context_compression_timeout"),
+        }
+    }
+}
+
+impl ExitReason {
+    /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
+    /// parts a run fills in).
+    pub const FORMS: [&'static str; 24] = [
+        "unknown",
+        "interrupted_by_user",
+        "review_input_budget_exhausted",
+        "budget_exhausted",
+        "ollama_runtime_context_too_small",
+        "interrupted_during_api_call",
+        "redirect_restart_limit_exceeded",
+        "compaction_handoff_not_actionable",
+        "rebuilt_restart_limit_exceeded",
+        "all_retries_exhausted_no_response",
+        "session_persistence_failed",
+        "guardrail_halt",
+        "text_response(finish_reason=...)",
+        "partial_stream_recovery",
+        "fallback_prior_turn_content",
+        "empty_response_exhausted",
+        "local_processing_error(...)",
+        "repeated_outer_errors(...)",
+        "error_near_max_iterations(...)",
+        "interpreter_shutdown",
+        "max_iterations_reached(N/M)",
+        "pending_tool_result",
+        "context_compression_exhausted",
+        "context_compression_timeout",
+    ];
+
+    /// The exit reason a string prints, the inverse of `Display`.
+    pub fn parse(s: &str) -> Option<ExitReason> {
+        use ExitReason::*;
+        let inner = |prefix: &str| {
+            s.strip_prefix(prefix)
+                .and_then(|r| r.strip_suffix(')'))
+                .map(str::to_string)
+        };
+        if let Some(fr) = inner("text_response(finish_reason=") {
+            return Some(TextResponse(match fr.as_str() {
+                "stop" => FinishReason::Stop,
+                "length" => FinishReason::Length,
+                "tool_calls" => FinishReason::ToolCalls,
+                "content_filter" => FinishReason::ContentFilter,
+                _ => FinishReason::Other(fr),
+            }));
+        }
+        if let Some(e) = inner("local_processing_error(") {
+            return Some(LocalProcessingError(e));
+        }
+        if let Some(e) = inner("repeated_outer_errors(") {
+            return Some(RepeatedOuterErrors(e));
+        }
+        if let Some(e) = inner("error_near_max_iterations(") {
+            return Some(ErrorNearMaxIterations(e));
+        }
+        if let Some(nm) = inner("max_iterations_reached(") {
+            let (n, m) = nm.split_once('/')?;
+            let (calls, max): (u64, u64) = (n.parse().ok()?, m.parse().ok()?);
+            if n != calls.to_string() || m != max.to_string() {
+                return None;
+            }
+            return Some(MaxIterationsReached { calls, max });
+        }
+        let plain = [
+            Unknown,
+            InterruptedByUser,
+            ReviewInputBudgetExhausted,
+            BudgetExhausted,
+            OllamaRuntimeContextTooSmall,
+            InterruptedDuringApiCall,
+            RedirectRestartLimitExceeded,
+            CompactionHandoffNotActionable,
+            RebuiltRestartLimitExceeded,
+            AllRetriesExhaustedNoResponse,
+            SessionPersistenceFailed,
+            GuardrailHalt,
+            PartialStreamRecovery,
+            FallbackPriorTurnContent,
+            EmptyResponseExhausted,
+            InterpreterShutdown,
+            PendingToolResult,
+            ContextCompressionExhausted,
+            ContextCompressionTimeout,
+        ];
+        plain.into_iter().find(|r| r.to_string() == s)
+    }
+}
+
+/// How a failed turn is reported (Hermes's failure table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailureMapping {
+    pub failure_reason: &'static str,
+    pub retryable: bool,
+    pub fails_turn: bool,
+}
+
+impl ExitReason {
+    /// The failure mapping for exit reasons that have one.
+    pub fn failure_mapping(&self) -> Option<FailureMapping> {
+        use ExitReason::*;
+        let m = |failure_reason, retryable, fails_turn| {
+            Some(FailureMapping {
+                failure_reason,
+                retryable,
+                fails_turn,
+            })
+        };
+        match self {
+            EmptyResponseExhausted => m("empty_response", true, false),
+            AllRetriesExhaustedNoResponse => m("server_error", true, true),
+            PendingToolResult | RepeatedOuterErrors(_) | ErrorNearMaxIterations(_) => {
+                m("loop_error", true, true)
+            }
+            InterpreterShutdown => m("interpreter_shutdown", false, true),
+            LocalProcessingError(_) => m("loop_error", false, false),
+            ContextCompressionTimeout
+            | ContextCompressionExhausted
+            | OllamaRuntimeContextTooSmall => m("context_overflow", false, true),
+            RedirectRestartLimitExceeded | RebuiltRestartLimitExceeded => {
+                m("loop_error", true, false)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_exit_reason_parses_back() {
+        let samples = [
+            ExitReason::InterruptedByUser,
+            ExitReason::GuardrailHalt,
+            ExitReason::TextResponse(FinishReason::Stop),
+            ExitReason::TextResponse(FinishReason::Other("weird".into())),
+            ExitReason::MaxIterationsReached { calls: 90, max: 90 },
+            ExitReason::LocalProcessingError("boom".into()),
+            ExitReason::ContextCompressionTimeout,
+        ];
+        for r in samples {
+            assert_eq!(ExitReason::parse(&r.to_string()), Some(r.clone()), "{r}");
+        }
+        for bad in [
+            "max_iterations_reached(90)",
+            "max_iterations_reached(090/90)",
+            "interupted_by_user",
+            "",
+        ] {
+            assert_eq!(ExitReason::parse(bad), None, "{bad}");
+        }
+        assert_eq!(ExitReason::FORMS.len(), 24);
+    }
+}
