@@ -77,8 +77,9 @@ fn sweep_step() -> (SweepSpec, Vec<Scenario>) {
             .collect(),
         profiles: vec![],
         platform: None,
+        config: None,
         axes: vec![
-            Axis::parse("tool_loop_guardrails.hard_stop_after.idempotent_no_progress=2..5")
+            Axis::parse("tool_loop_guardrails.hard_stop_after.idempotent_no_progress=2..=5")
                 .unwrap(),
         ],
         seeds: (0, 8),

@@ -15,6 +15,7 @@ use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary, Status, run};
 use loopsim_world::trace::{SharedBuf, TraceWriter};
+use loopsim_world::user_config::UserConfig;
 
 fn scenario(name: &str) -> Scenario {
     Scenario::load(&root().join("scenarios").join(format!("{name}.toml"))).unwrap()
@@ -644,7 +645,7 @@ fn a_users_config_yaml_is_laid_over_the_scenarios_config() {
     let sc = scenario("execute-code-spin-wait");
     let opts = RunOptions {
         profile: Some(ProfileName::HermesMain),
-        config_yaml: Some(("config.yaml".into(), std::fs::read_to_string(&cfg).unwrap())),
+        config: Some(std::sync::Arc::new(UserConfig::load(&cfg).unwrap())),
         ..RunOptions::default()
     };
     let (s, _) = run_mem(&sc, &opts);
@@ -655,10 +656,8 @@ fn a_users_config_yaml_is_laid_over_the_scenarios_config() {
     );
     // ... and the scenario's own delegation.max_concurrent_children = 10 still applies.
     assert_eq!(s.agents.len(), 11, "all ten children were admitted");
-    let bad = RunOptions {
-        config_yaml: Some(("bad.yaml".into(), "a: [1,\n".into())),
-        ..RunOptions::default()
-    };
-    let err = run(&sc, &bad, TraceWriter::off()).unwrap_err().to_string();
+    let err = UserConfig::parse("a: [1,\n", "bad.yaml")
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("bad.yaml:"), "{err}");
 }

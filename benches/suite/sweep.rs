@@ -35,10 +35,11 @@ pub fn setup(seeds: u64) -> (SweepSpec, Vec<Scenario>, Plan) {
             .collect(),
         profiles: vec!["hermes-main".into()],
         platform: Some("cron".into()),
+        config: None,
         axes: vec![
-            Axis::parse("tool_loop_guardrails.hard_stop_after.idempotent_no_progress=2..6")
+            Axis::parse("tool_loop_guardrails.hard_stop_after.idempotent_no_progress=2..=6")
                 .unwrap(),
-            Axis::parse("tool_loop_guardrails.warn_after.idempotent_no_progress=1..2").unwrap(),
+            Axis::parse("tool_loop_guardrails.warn_after.idempotent_no_progress=1..=2").unwrap(),
         ],
         seeds: (0, seeds),
     };

@@ -19,6 +19,8 @@ use crate::metrics::RunMetrics;
 pub struct Case {
     pub scenario: String,
     pub path: String,
+    /// SHA-256 of the scenario file: baselines name scenarios by content.
+    pub scenario_hash: String,
     pub seed: u64,
     pub profile: String,
     pub verdicts: Vec<Verdict>,
@@ -27,9 +29,28 @@ pub struct Case {
 }
 
 impl Case {
+    /// No expectation failed.
     pub fn passed(&self) -> bool {
         self.verdicts.iter().all(|v| v.pass)
     }
+
+    /// The scenario states nothing to check (a loop scenario without `[expect]`).
+    pub fn unchecked(&self) -> bool {
+        self.verdicts.is_empty()
+    }
+}
+
+/// The expectations of a scenario's run: its `[expect]` block, and for a `healthy` scenario
+/// that says nothing about stops, that it finished without one (what the label means).
+pub fn verdicts(sc: &Scenario, summary: &loopsim_world::sim::RunSummary) -> Vec<Verdict> {
+    let mut expect = sc.file.expect.clone();
+    if sc.file.label == loopsim_world::scenario::Label::Healthy
+        && expect.no_hard_stop.is_none()
+        && expect.stop_code.is_none()
+    {
+        expect.no_hard_stop = Some(true);
+    }
+    expect::check(&expect, summary)
 }
 
 /// A run that could not be made (the scenario's config is invalid under a listed profile).
@@ -65,8 +86,12 @@ fn matrix(sc: &Scenario) -> Vec<(u64, ProfileName)> {
         .collect()
 }
 
-/// Runs every case (in parallel; results in a fixed order: scenario, profile, seed).
-pub fn run_checks(scenarios: &[Scenario]) -> Result<Vec<Case>, CheckError> {
+/// Runs every case (in parallel; results in a fixed order: scenario, profile, seed), with a
+/// user's config.yaml laid over every scenario when given.
+pub fn run_checks(
+    scenarios: &[Scenario],
+    config: Option<&std::sync::Arc<loopsim_world::user_config::UserConfig>>,
+) -> Result<Vec<Case>, CheckError> {
     let jobs: Vec<(&Scenario, u64, ProfileName)> = scenarios
         .iter()
         .flat_map(|sc| matrix(sc).into_iter().map(move |(s, p)| (sc, s, p)))
@@ -78,6 +103,7 @@ pub fn run_checks(scenarios: &[Scenario]) -> Result<Vec<Case>, CheckError> {
                 // The scenario's own profile is the scenario as written (for an imported
                 // session, its recorded decisions).
                 profile: (profile != sc.profile).then_some(profile),
+                config: config.cloned(),
                 ..RunOptions::default()
             };
             let summary = run(sc, &opts, TraceWriter::hash_only()).map_err(|e| CheckError {
@@ -90,12 +116,16 @@ pub fn run_checks(scenarios: &[Scenario]) -> Result<Vec<Case>, CheckError> {
             if profile != sc.profile {
                 rerun += &format!(" --profile {profile}");
             }
+            if let Some(c) = config {
+                rerun += &format!(" --config {}", c.file);
+            }
             Ok(Case {
                 scenario: sc.file.name.clone(),
                 path: sc.path.clone(),
+                scenario_hash: sc.content_hash.hex(),
                 seed,
                 profile: profile.to_string(),
-                verdicts: expect::check(&sc.file.expect, &summary),
+                verdicts: verdicts(sc, &summary),
                 metrics: RunMetrics::from_summary(&summary, ""),
                 rerun,
             })
@@ -107,6 +137,13 @@ pub fn run_checks(scenarios: &[Scenario]) -> Result<Vec<Case>, CheckError> {
 pub fn text_report(cases: &[Case]) -> String {
     let mut o = String::new();
     for c in cases {
+        if c.unchecked() {
+            let _ = writeln!(
+                o,
+                "none {} seed {} {}: no expectations (the scenario has no [expect] block and is not labelled healthy)",
+                c.scenario, c.seed, c.profile
+            );
+        }
         for v in &c.verdicts {
             let _ = write!(
                 o,
@@ -126,7 +163,17 @@ pub fn text_report(cases: &[Case]) -> String {
         }
     }
     let failed = cases.iter().filter(|c| !c.passed()).count();
-    let _ = writeln!(o, "{} passed, {} failed", cases.len() - failed, failed);
+    let unchecked = cases.iter().filter(|c| c.unchecked()).count();
+    let _ = write!(
+        o,
+        "{} passed, {} failed",
+        cases.len() - failed - unchecked,
+        failed
+    );
+    if unchecked > 0 {
+        let _ = write!(o, ", {unchecked} without expectations");
+    }
+    o.push('\n');
     o
 }
 
@@ -141,6 +188,7 @@ fn xml_escape(s: &str) -> String {
 /// JUnit XML: one test case per scenario x seed x profile.
 pub fn junit_xml(cases: &[Case]) -> String {
     let failures = cases.iter().filter(|c| !c.passed()).count();
+    let skipped = cases.iter().filter(|c| c.unchecked()).count();
     let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         o,
@@ -149,13 +197,20 @@ pub fn junit_xml(cases: &[Case]) -> String {
     );
     let _ = writeln!(
         o,
-        "  <testsuite name=\"scenarios\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\">",
+        "  <testsuite name=\"scenarios\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
         cases.len()
     );
     for c in cases {
         let name = xml_escape(&format!("{} seed {} {}", c.scenario, c.seed, c.profile));
         let class = xml_escape(&c.path);
         let fails: Vec<&Verdict> = c.verdicts.iter().filter(|v| !v.pass).collect();
+        if c.unchecked() {
+            let _ = writeln!(
+                o,
+                "    <testcase classname=\"{class}\" name=\"{name}\"><skipped message=\"no expectations\"/></testcase>"
+            );
+            continue;
+        }
         if fails.is_empty() {
             let _ = writeln!(o, "    <testcase classname=\"{class}\" name=\"{name}\"/>");
             continue;
@@ -182,7 +237,11 @@ pub fn junit_xml(cases: &[Case]) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub scenario: String,
+    /// Where the scenario was when the baseline was saved (for people; gates find scenarios
+    /// by name and check them by hash).
     pub path: String,
+    #[serde(default)]
+    pub scenario_hash: String,
     pub seed: u64,
     pub profile: String,
     pub calls: u64,
@@ -200,18 +259,22 @@ pub struct Entry {
 pub struct Baseline {
     pub format: String,
     pub version: u32,
+    /// The config.yaml the runs were made with: its name and SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<(String, String)>,
     pub entries: Vec<Entry>,
 }
 
 impl Baseline {
     pub const FORMAT: &'static str = "loopsim-baseline";
 
-    pub fn from_cases(cases: &[Case]) -> Baseline {
+    pub fn from_cases(cases: &[Case], config: Option<(String, String)>) -> Baseline {
         let entries = cases
             .iter()
             .map(|c| Entry {
                 scenario: c.scenario.clone(),
                 path: c.path.clone(),
+                scenario_hash: c.scenario_hash.clone(),
                 seed: c.seed,
                 profile: c.profile.clone(),
                 calls: c.metrics.calls,
@@ -226,9 +289,21 @@ impl Baseline {
             .collect();
         Baseline {
             format: Self::FORMAT.into(),
-            version: 1,
+            version: 2,
+            config,
             entries,
         }
+    }
+
+    /// The scenario names the baseline's runs use, each once, in order.
+    pub fn scenario_names(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for e in &self.entries {
+            if !out.contains(&e.scenario.as_str()) {
+                out.push(&e.scenario);
+            }
+        }
+        out
     }
 
     /// Bencher Metric Format: `{"scenario/seed/profile": {"cost_usd": {"value": x}, ...}}`.
@@ -285,6 +360,22 @@ pub fn gate(
 ) -> Vec<Diff> {
     let key = |e: &Entry| format!("{} seed {} {}", e.scenario, e.seed, e.profile);
     let mut out = Vec::new();
+    let short = |h: &str| h.get(..12).unwrap_or(h).to_string();
+    if baseline.config != current.config {
+        let show = |c: &Option<(String, String)>| {
+            c.as_ref()
+                .map_or("none".into(), |(f, h)| format!("{f} ({})", short(h)))
+        };
+        out.push(Diff {
+            run: "all runs".into(),
+            metric: "config",
+            baseline: show(&baseline.config),
+            current: show(&current.config),
+            change: Change::Moved,
+            fails: any_change,
+        });
+    }
+    let mut changed_scenarios: Vec<&str> = Vec::new();
     for b in &baseline.entries {
         let Some(c) = current.entries.iter().find(|c| key(c) == key(b)) else {
             out.push(Diff {
@@ -297,6 +388,20 @@ pub fn gate(
             });
             continue;
         };
+        if !b.scenario_hash.is_empty()
+            && b.scenario_hash != c.scenario_hash
+            && !changed_scenarios.contains(&b.scenario.as_str())
+        {
+            changed_scenarios.push(&b.scenario);
+            out.push(Diff {
+                run: format!("{} (all runs)", b.scenario),
+                metric: "scenario",
+                baseline: short(&b.scenario_hash),
+                current: short(&c.scenario_hash),
+                change: Change::Moved,
+                fails: any_change,
+            });
+        }
         let numeric: [(&'static str, f64, f64); 5] = [
             ("calls", b.calls as f64, c.calls as f64),
             ("input_tokens", b.input_tokens as f64, c.input_tokens as f64),
@@ -396,10 +501,40 @@ pub fn gate_report(diffs: &[Diff], runs: usize) -> String {
     let failed = diffs.iter().filter(|d| d.fails).count();
     let _ = writeln!(
         o,
-        "gate: {runs} runs, {} changed metrics, {failed} failing",
-        diffs.len()
+        "gate: {runs} runs, {} changed metrics ({}), {failed} failing",
+        diffs.len(),
+        change_counts(diffs)
     );
     o
+}
+
+/// `2 worse, 3 better, 1 moved` (only the kinds present).
+pub fn change_counts(diffs: &[Diff]) -> String {
+    let n = |c: Change| diffs.iter().filter(|d| d.change == c).count();
+    [
+        (n(Change::Worse), "worse"),
+        (n(Change::Within), "within the tolerance"),
+        (n(Change::Better), "better"),
+        (n(Change::Moved), "moved"),
+    ]
+    .iter()
+    .filter(|(k, _)| *k > 0)
+    .map(|(k, w)| format!("{k} {w}"))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// Why the gate fails: the failing diffs by kind (all of them when any change fails).
+pub fn failure_reason(diffs: &[Diff]) -> Option<String> {
+    let failing: Vec<Diff> = diffs.iter().filter(|d| d.fails).cloned().collect();
+    if failing.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} failing metrics ({})",
+        failing.len(),
+        change_counts(&failing)
+    ))
 }
 
 #[cfg(test)]
@@ -410,6 +545,7 @@ mod tests {
         Entry {
             scenario: "s".into(),
             path: "p".into(),
+            scenario_hash: "h".into(),
             seed: 1,
             profile: "hermes-main".into(),
             calls,
@@ -426,7 +562,8 @@ mod tests {
     fn base(e: Entry) -> Baseline {
         Baseline {
             format: Baseline::FORMAT.into(),
-            version: 1,
+            version: 2,
+            config: None,
             entries: vec![e],
         }
     }
@@ -474,6 +611,7 @@ mod tests {
         let case = |pass: bool| Case {
             scenario: "a<b".into(),
             path: "scenarios/a.toml".into(),
+            scenario_hash: String::new(),
             seed: 1,
             profile: "hermes-main".into(),
             verdicts: vec![Verdict {
@@ -491,5 +629,25 @@ mod tests {
         assert!(xml.contains("message=\"exit_reason: expected x &amp; y, got z\""));
         assert_eq!(xml.matches("<testcase ").count(), 2);
         assert_eq!(xml.matches("<failure ").count(), 1);
+    }
+
+    #[test]
+    fn any_change_says_what_changed() {
+        let b = base(entry(1.0, 10, "x"));
+        let better = gate(&b, &base(entry(0.5, 8, "x")), 0.05, true);
+        assert!(better.iter().all(|d| d.fails && d.change == Change::Better));
+        assert_eq!(
+            failure_reason(&better).unwrap(),
+            "2 failing metrics (2 better)",
+            "improvements are not called worse"
+        );
+        let mut edited = entry(1.0, 10, "x");
+        edited.scenario_hash = "other".into();
+        let moved = gate(&b, &base(edited), 0.05, false);
+        assert_eq!(
+            (moved[0].metric, moved[0].change, moved[0].fails),
+            ("scenario", Change::Moved, false)
+        );
+        assert_eq!(failure_reason(&moved), None);
     }
 }

@@ -9,5 +9,6 @@ pub mod metrics;
 pub mod output;
 pub mod plot;
 pub mod plots;
+pub mod range;
 pub mod summary;
 pub mod sweep;

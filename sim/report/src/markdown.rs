@@ -12,34 +12,44 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or("-".into(), |v| v.to_string())
 }
 
-/// One run (or several profiles of one scenario) as Markdown.
+/// One run of a report: what it is called there, its summary and its metrics.
+pub struct ReportRun {
+    /// `as written`, `recorded`, `hermes-main telegram`, `config team.yaml`, ...
+    pub label: String,
+    pub summary: RunSummary,
+    pub metrics: RunMetrics,
+}
+
+/// One run (or the same scenario and seed under other engines) as Markdown.
 pub fn run_report(
-    runs: &[(RunSummary, RunMetrics)],
+    runs: &[ReportRun],
     verdicts: &[Verdict],
     plots: &[String],
     rerun: &str,
 ) -> String {
     let mut o = String::new();
-    let (first, _) = &runs[0];
+    let first = &runs[0].summary;
     let _ = writeln!(o, "# {}\n", first.scenario);
     let _ = writeln!(o, "Seed {} | rerun: `{rerun}`\n", first.seed);
     if let Some(n) = &first.source_note {
         let _ = writeln!(o, "{n}\n");
     }
-    let unknown = runs.iter().any(|(s, _)| s.price_unknown);
+    let unknown = runs.iter().any(|r| r.summary.price_unknown);
     let _ = writeln!(o, "## Outcome\n");
     let _ = writeln!(
         o,
-        "| profile | platform | exit | calls | input tokens | output tokens | cost | minutes | first warning | stop | waste (after the loop began) |"
+        "| run | profile | platform | exit | calls | input tokens | output tokens | cost | minutes | first warning or notice | stop | waste (after the loop began) |"
     );
     let _ = writeln!(
         o,
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     );
-    for (_, m) in runs {
+    for r in runs {
+        let m = &r.metrics;
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} calls, {}, {:.1} min |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} calls, {}, {:.1} min |",
+            r.label,
             m.profile,
             if m.platform.is_empty() {
                 "-"
@@ -72,23 +82,23 @@ pub fn run_report(
         );
     }
     if runs.len() > 1 {
-        let base = &runs[0].1;
+        let base = &runs[0].metrics;
         let _ = writeln!(
             o,
-            "\n## What each engine would have saved (against {})\n",
-            base.profile
+            "\n## What each run would have saved (against {})\n",
+            runs[0].label
         );
         let _ = writeln!(
             o,
-            "| profile | calls saved | input tokens saved | dollars saved | minutes saved |"
+            "| run | calls saved | input tokens saved | dollars saved | minutes saved |"
         );
         let _ = writeln!(o, "| --- | --- | --- | --- | --- |");
-        for (_, m) in &runs[1..] {
+        for r in &runs[1..] {
+            let m = &r.metrics;
             let _ = writeln!(
                 o,
-                "| {} {} | {} | {} | {} | {:.1} |",
-                m.profile,
-                m.platform,
+                "| {} | {} | {} | {} | {:.1} |",
+                r.label,
                 base.calls as i64 - m.calls as i64,
                 base.input_tokens as i64 - m.input_tokens as i64,
                 usd(base.cost_usd - m.cost_usd, unknown),
@@ -96,7 +106,65 @@ pub fn run_report(
             );
         }
     }
-    let _ = writeln!(o, "\n## Agents ({})\n", first.profile);
+    settings_table(&mut o, runs);
+    for r in runs {
+        agents_table(&mut o, r, unknown);
+    }
+    if !verdicts.is_empty() {
+        let _ = writeln!(o, "\n## Expectations\n");
+        let _ = writeln!(o, "| expectation | expected | actual | result |");
+        let _ = writeln!(o, "| --- | --- | --- | --- |");
+        for v in verdicts {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                v.key,
+                v.expected,
+                v.actual,
+                if v.pass { "pass" } else { "FAIL" }
+            );
+        }
+    }
+    if !plots.is_empty() {
+        let _ = writeln!(o, "\n## Plots\n");
+        for p in plots.iter().filter(|p| p.ends_with(".png")) {
+            let _ = writeln!(o, "![{p}]({p})\n");
+        }
+    }
+    o
+}
+
+/// The engine settings each run used, side by side.
+fn settings_table(o: &mut String, runs: &[ReportRun]) {
+    let all: Vec<Vec<(String, String)>> = runs
+        .iter()
+        .map(|r| r.summary.settings.as_ref().map_or(vec![], |s| s.lines()))
+        .collect();
+    let Some(rows) = all.iter().find(|l| !l.is_empty()) else {
+        return;
+    };
+    let _ = writeln!(o, "\n## Settings\n");
+    let _ = writeln!(
+        o,
+        "| setting | {} |",
+        runs.iter()
+            .map(|r| r.label.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let _ = writeln!(o, "| --- |{}", " --- |".repeat(runs.len()));
+    for (i, (name, _)) in rows.iter().enumerate() {
+        let cells: Vec<&str> = all
+            .iter()
+            .map(|l| l.get(i).map_or("-", |(_, v)| v.as_str()))
+            .collect();
+        let _ = writeln!(o, "| {name} | {} |", cells.join(" | "));
+    }
+}
+
+fn agents_table(o: &mut String, r: &ReportRun, unknown: bool) {
+    let first = &r.summary;
+    let _ = writeln!(o, "\n## Agents ({})\n", r.label);
     let _ = writeln!(
         o,
         "| agent | status | calls | input tokens | cache reads | output tokens | model latency | tool time | waiting | cost | budget used | exits |"
@@ -124,26 +192,4 @@ pub fn run_report(
             a.exit_reasons.join(", ")
         );
     }
-    if !verdicts.is_empty() {
-        let _ = writeln!(o, "\n## Expectations\n");
-        let _ = writeln!(o, "| expectation | expected | actual | result |");
-        let _ = writeln!(o, "| --- | --- | --- | --- |");
-        for v in verdicts {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} |",
-                v.key,
-                v.expected,
-                v.actual,
-                if v.pass { "pass" } else { "FAIL" }
-            );
-        }
-    }
-    if !plots.is_empty() {
-        let _ = writeln!(o, "\n## Plots\n");
-        for p in plots.iter().filter(|p| p.ends_with(".png")) {
-            let _ = writeln!(o, "![{p}]({p})\n");
-        }
-    }
-    o
 }

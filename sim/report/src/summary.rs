@@ -55,6 +55,16 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
         s.parent_exit_reason,
         mins(s.duration_us)
     );
+    if let Some(st) = &s.settings {
+        for (k, v) in st.lines() {
+            if matches!(
+                k.as_str(),
+                "hard stops" | "warn after" | "hard stop after" | "config file"
+            ) {
+                let _ = writeln!(o, "{k}: {v}");
+            }
+        }
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -96,8 +106,8 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
     let _ = writeln!(o);
     for a in &s.agents {
         let warn = match (a.first_warning_call, a.first_warning_us) {
-            (Some(c), Some(t)) => format!("first warning at call {c} ({})", mins(t)),
-            _ => "no warning".into(),
+            (Some(c), Some(t)) => format!(" (the first at call {c}, {})", mins(t)),
+            _ => String::new(),
         };
         let stop = a.stop.as_ref().map_or("no stop".into(), |st| {
             format!(
@@ -110,7 +120,7 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
         if a.name == "parent" || a.stop.is_some() || a.warnings + a.notices > 0 {
             let _ = writeln!(
                 o,
-                "{}: {} warnings, {} notices; {warn}; {stop}; budget {}/{}; exits {}",
+                "{}: {} warnings and {} notices{warn}; {stop}; budget {}/{}; exits {}",
                 a.name,
                 a.warnings,
                 a.notices,

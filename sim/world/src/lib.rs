@@ -38,5 +38,7 @@ pub mod recorded;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;
+pub mod settings;
 pub mod sim;
 pub mod trace;
+pub mod user_config;

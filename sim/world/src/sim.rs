@@ -34,8 +34,8 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Overrides the scenario's profile.
     pub profile: Option<loopsim_engine::profile::ProfileName>,
-    /// Overrides the scenario's `[config]` with a Hermes config.yaml text (and its name).
-    pub config_yaml: Option<(String, String)>,
+    /// A Hermes config.yaml laid over the scenario's `[config]` (its keys win).
+    pub config: Option<std::sync::Arc<crate::user_config::UserConfig>>,
     pub platform: Option<String>,
     pub order: Order,
     /// Keep per-agent time series (cost, budget, activity spans) for plots.
@@ -126,6 +126,9 @@ pub struct RunSummary {
     pub label: crate::scenario::Label,
     /// A hash of the effective engine configuration (profile, config, platform).
     pub config_hash: String,
+    /// The engine settings the run used (left out of sweeps, whose rows name their setting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<crate::settings::Settings>,
     pub seed: u64,
     pub profile: String,
     pub platform: Option<String>,
@@ -285,6 +288,8 @@ struct World<'s> {
     hit_horizon: bool,
     record_series: bool,
     config_hash: String,
+    /// The user's config file and its hash, for the settings in reports.
+    config_file: Option<(String, String)>,
     bridge: Option<crate::bridge::Bridge>,
     /// Guardrail decisions come from the record (an imported scenario run as written).
     recorded: bool,
@@ -332,16 +337,13 @@ impl<'s> World<'s> {
         let seed = opts.seed.unwrap_or(sc.file.seed);
         let recorded = sc.file.recorded
             && opts.profile.is_none()
-            && opts.config_yaml.is_none()
+            && opts.config.is_none()
             && opts.platform.is_none()
             && matches!(opts.engine, crate::bridge::EngineChoice::Builtin);
         let profile = opts.profile.unwrap_or(sc.profile);
         let platform = opts.platform.as_deref();
         let build = |platform: Option<&str>| -> Result<EngineConfig, RunError> {
-            let mut c = match &opts.config_yaml {
-                Some((name, text)) => sc.engine_config_with_yaml(profile, platform, text, name)?,
-                None => sc.engine_config_as(profile, platform)?,
-            };
+            let mut c = sc.engine_config_over(profile, platform, opts.config.as_deref())?;
             c.delegation.child_budget = sc.child_budget;
             Ok(c)
         };
@@ -355,14 +357,8 @@ impl<'s> World<'s> {
         let bridge = match &opts.engine {
             crate::bridge::EngineChoice::Builtin => None,
             crate::bridge::EngineChoice::HermesPython { python, adapter } => {
-                let merged;
-                let section = match &opts.config_yaml {
-                    Some((name, text)) => {
-                        merged = sc.config_with_yaml(text, name)?;
-                        merged.get("tool_loop_guardrails")
-                    }
-                    None => sc.config_section("tool_loop_guardrails"),
-                };
+                let merged = sc.config_node_over(opts.config.as_deref());
+                let section = merged.get("tool_loop_guardrails");
                 Some(crate::bridge::Bridge::start(
                     python,
                     adapter,
@@ -402,25 +398,32 @@ impl<'s> World<'s> {
             hit_horizon: false,
             record_series: opts.record_series,
             config_hash: String::new(),
+            config_file: opts.config.as_ref().map(|u| (u.file.clone(), u.hash.hex())),
             cfg,
         };
         let config_hash = w.cfg.fingerprint().hex();
         w.config_hash = config_hash.clone();
-        let header = Header {
-            format: trace::FORMAT.into(),
-            version: trace::VERSION,
-            loopsim: env!("CARGO_PKG_VERSION").into(),
-            scenario: sc.file.name.clone(),
-            scenario_path: sc.path.clone(),
-            scenario_hash: sc.content_hash.hex(),
-            seed,
-            profile: w.cfg.profile.to_string(),
-            platform: w.cfg.platform.clone(),
-            config_hash,
-            schedule: format!("{:?}", opts.order).to_lowercase(),
-            engine: recorded.then(|| "recorded".to_string()),
-        };
-        w.trace.line(&header);
+        // Sweeps keep no trace: building the header (it embeds the scenario) would be waste.
+        if w.trace.enabled() {
+            let header = Header {
+                format: trace::FORMAT.into(),
+                version: trace::VERSION,
+                loopsim: env!("CARGO_PKG_VERSION").into(),
+                scenario: sc.file.name.clone(),
+                scenario_path: sc.path.clone(),
+                scenario_hash: sc.content_hash.hex(),
+                seed,
+                profile: w.cfg.profile.to_string(),
+                platform: w.cfg.platform.clone(),
+                config_hash,
+                schedule: format!("{:?}", opts.order).to_lowercase(),
+                engine: recorded.then(|| "recorded".to_string()),
+                config_file: opts.config.as_ref().map(|u| u.file.clone()),
+                config_text: opts.config.as_ref().map(|u| u.text.clone()),
+                scenario_text: Some(sc.text.to_string()),
+            };
+            w.trace.line(&header);
+        }
         let parent = w.spawn_agent("parent".into(), "parent", 0, None);
         w.start_turn(parent, false);
         if let Some(t) = &sc.file.human.interrupt_at_s {
@@ -1466,6 +1469,13 @@ impl World<'_> {
             scenario_hash: self.sc.content_hash.hex(),
             label: self.sc.file.label,
             config_hash: self.config_hash.clone(),
+            settings: (self.trace.enabled() || self.record_series).then(|| {
+                crate::settings::Settings::of(
+                    &self.cfg,
+                    self.config_file.clone(),
+                    self.config_hash.clone(),
+                )
+            }),
             seed: self.seed,
             profile: self.cfg.profile.to_string(),
             platform: self.cfg.platform.clone(),

@@ -11,7 +11,9 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub const FORMAT: &str = "loopsim-trace";
-pub const VERSION: u32 = 1;
+/// Version 2 embeds the scenario (and any config file) in the header, so a trace replays
+/// anywhere; version 1 traces name the scenario by path.
+pub const VERSION: u32 = 2;
 
 /// The first line of a trace.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -30,6 +32,14 @@ pub struct Header {
     /// `recorded` when the guardrail decisions were a recorded session's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// The user's config.yaml laid over the scenario's `[config]`: its name and text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_text: Option<String>,
+    /// The scenario file's text (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_text: Option<String>,
 }
 
 /// One thing that happened. Fields not relevant to a kind are left out.
@@ -201,13 +211,71 @@ pub fn read_header(bytes: &[u8], file: &str) -> Result<Header, TraceError> {
             h.format
         )));
     }
-    if h.version != VERSION {
+    if h.version != VERSION && h.version != 1 {
         return Err(err(format!(
-            "trace format version {} is not supported (this loopsim reads {VERSION})",
+            "trace format version {} is not supported (this loopsim reads 1 and {VERSION})",
             h.version
         )));
     }
+    if h.version >= 2 && h.scenario_text.is_none() {
+        return Err(err("the header has no scenario_text".into()));
+    }
+    if let Err(e) = h.profile.parse::<loopsim_engine::profile::ProfileName>() {
+        return Err(err(format!("profile: {e}")));
+    }
+    if !matches!(h.schedule.as_str(), "fifo" | "shuffle") {
+        return Err(err(format!(
+            "schedule: `{}` is not fifo or shuffle",
+            h.schedule
+        )));
+    }
     Ok(h)
+}
+
+/// Checks that a trace is whole and unedited: every line complete, an end line last, and the
+/// end line's hash equal to the SHA-256 of every byte above it. Returns the header.
+pub fn verify(bytes: &[u8], file: &str) -> Result<Header, TraceError> {
+    let at = |line: usize, message: String| TraceError {
+        file: file.to_string(),
+        line,
+        message,
+    };
+    if bytes.is_empty() {
+        return Err(at(1, "empty file".into()));
+    }
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    if bytes.last() != Some(&b'\n') {
+        return Err(at(
+            lines + 1,
+            format!(
+                "truncated at line {}: the last line is incomplete",
+                lines + 1
+            ),
+        ));
+    }
+    let header = read_header(bytes, file)?;
+    let body = &bytes[..bytes.len() - 1];
+    let last_start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    #[derive(serde::Deserialize)]
+    struct End {
+        kind: String,
+        hash_above: String,
+    }
+    let end: Option<End> = serde_json::from_slice(&body[last_start..]).ok();
+    let Some(end) = end.filter(|e| e.kind == "end") else {
+        return Err(at(
+            lines,
+            format!("truncated at line {lines}: the trace has no end line"),
+        ));
+    };
+    let h: [u8; 32] = Sha256::digest(&bytes[..last_start]).into();
+    if loopsim_engine::hash::Hash(h).hex() != end.hash_above {
+        return Err(at(
+            lines,
+            "hash mismatch: the lines above the end line are not the ones written (the trace was edited)".into(),
+        ));
+    }
+    Ok(header)
 }
 
 /// The first line where two traces differ: (1-based line, recorded, new).

@@ -106,6 +106,17 @@ impl DecisionCode {
     pub fn parse(s: &str) -> Option<DecisionCode> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
+
+    /// Whether the code stops a call or the turn (block, halt, loop cap) rather than warning.
+    pub fn is_stop(self) -> bool {
+        !matches!(
+            self,
+            DecisionCode::Allow
+                | DecisionCode::RepeatedExactFailureWarning
+                | DecisionCode::SameToolFailureWarning
+                | DecisionCode::IdempotentNoProgressWarning
+        )
+    }
 }
 
 impl fmt::Display for DecisionCode {

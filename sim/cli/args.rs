@@ -1,0 +1,330 @@
+//! The command line: every command, argument and flag, with its help text.
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand, ValueEnum};
+use loopsim_engine::profile::ProfileName;
+
+/// Deterministic simulation and benchmarking of LLM agent-loop governance.
+///
+/// Ranges in flags: `START..END` stops before END, `START..=END` includes it (`--seeds 0..16`
+/// is 16 seeds; `--grid KEY=2..=8` is 2 to 8). Exit codes: 0 done, 1 a check or expectation
+/// failed, 2 bad input or usage.
+#[derive(Parser)]
+#[command(name = "loopsim", version, about, long_about)]
+pub struct Cli {
+    /// Print no reports on stdout (files are still written; errors and warnings still go to
+    /// stderr; `--format json` output is still printed).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// A profile flag's parser: clap lists the names and suggests the nearest.
+pub fn profile_parser() -> impl TypedValueParser<Value = ProfileName> {
+    PossibleValuesParser::new(ProfileName::ALL.map(|p| p.as_str()))
+        .map(|s| s.parse::<ProfileName>().expect("a listed profile"))
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a scenario: print a summary and write its report, trace and plots.
+    Run {
+        /// The scenario file, or the name of a scenario of the built-in suite.
+        scenario: PathBuf,
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// The run seed (default: the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Where to write (default: reports/<scenario name>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Order of same-time events: fifo, or a seeded shuffle.
+        #[arg(long, value_enum, default_value_t = Schedule::Fifo)]
+        schedule: Schedule,
+        /// Run twice and require byte-identical traces.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Print the summary as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Also run the same scenario and seed under these profiles (comma-separated) and add
+        /// the counterfactual table.
+        #[arg(long, value_delimiter = ',', value_parser = profile_parser())]
+        compare_profiles: Vec<ProfileName>,
+        /// Also run the same scenario and seed with each of these config.yaml files laid over
+        /// the scenario's config (comma-separated), and add the counterfactual table.
+        #[arg(long, value_delimiter = ',')]
+        compare_configs: Vec<PathBuf>,
+        /// Which engine decides guardrails: builtin, or hermes-python[=PYTHON] (the installed
+        /// hermes-agent package through bridges/hermes/adapter.py).
+        #[arg(long = "engine", default_value = "builtin")]
+        guard_engine: String,
+    },
+    /// Re-run a trace: prove it byte-identical, or (with --profile, --config or --platform)
+    /// show what another engine would have done, with its report and plots.
+    Replay {
+        /// A trace.jsonl written by `run`, `import` or a what-if; it carries its scenario.
+        trace: PathBuf,
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// Print the result as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Where a what-if writes its report and plots (default:
+        /// reports/<scenario>-what-if-<profile>-<platform>-<config>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Import a Hermes session (state.db, agent.log) as a scenario and trace that replay it;
+    /// then `loopsim replay OUT/trace.jsonl --profile P` shows what P would have done.
+    Import {
+        /// Hermes's state database ($HERMES_HOME/state.db); read, never written.
+        database: PathBuf,
+        /// The session to import (`--list` shows them).
+        #[arg(long, required_unless_present = "list")]
+        session: Option<String>,
+        /// List the sessions: source, model, start, calls, tokens, cost.
+        #[arg(long, conflicts_with = "session")]
+        list: bool,
+        /// Hermes's agent.log (default: logs/agent.log beside the database, if present).
+        #[arg(long)]
+        agent_log: Option<PathBuf>,
+        /// Model prices per million tokens over the built-in table (TOML, [models."name"]).
+        #[arg(long)]
+        prices: Option<PathBuf>,
+        /// The profile the scenario names, for the recorded run's turn rules and hashing
+        /// (default: hermes-0.19.0, or hermes-main when the record shows stall guards).
+        #[arg(long, value_parser = profile_parser())]
+        profile: Option<ProfileName>,
+        /// Where to write (default: imported/<scenario name>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the session list (with --list) as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Sweep engine settings over seeds, scenarios and profiles, in parallel.
+    Sweep {
+        /// Scenario files or folders (default: the suite).
+        scenarios: Vec<PathBuf>,
+        /// A swept Hermes config key: KEY=START..END[:STEP] (END excluded),
+        /// KEY=START..=END[:STEP] (END included) or KEY=A,B,C. Repeat for more keys.
+        #[arg(long = "grid")]
+        grid: Vec<String>,
+        /// Seeds: START..END (END excluded), START..=END, or one seed.
+        #[arg(long, default_value = "0..8")]
+        seeds: String,
+        /// Profiles, comma-separated (default: each scenario's own).
+        #[arg(long, value_delimiter = ',')]
+        profiles: Vec<String>,
+        /// The platform for every run (default: each scenario's).
+        #[arg(long)]
+        platform: Option<String>,
+        /// A Hermes config.yaml laid over every scenario's config (the grid's keys win).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Where to write (default: reports/sweep).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Run only the jobs of shard K of N (K/N); combine shards with `loopsim merge`.
+        #[arg(long)]
+        shard: Option<String>,
+        /// The scenario folder used when no scenario is given (default: ./scenarios if it
+        /// exists, else the built-in suite).
+        #[arg(long)]
+        suite: Option<PathBuf>,
+        /// Print the summary as text (Markdown) or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Combine the outputs of `loopsim sweep --shard K/N` into the unsharded sweep's output.
+    Merge {
+        /// The shards' output folders.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Where to write the merged sweep.
+        #[arg(long)]
+        out: PathBuf,
+        /// Print the summary as text (Markdown) or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Check scenarios' expectations over their seeds and profiles (exit 1 if any fails).
+    /// A `healthy` scenario must finish without a stop even without an [expect] block.
+    Check {
+        /// Scenario files or folders (default: the suite).
+        paths: Vec<PathBuf>,
+        /// Also write JUnit XML (one test case per scenario x seed x profile).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Write the exact metrics of every run as a baseline for `loopsim gate`.
+        #[arg(long)]
+        save_baseline: Option<PathBuf>,
+        /// A Hermes config.yaml laid over every scenario's config.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The scenario folder used when no path is given (default: ./scenarios if it exists,
+        /// else the built-in suite).
+        #[arg(long)]
+        suite: Option<PathBuf>,
+        /// Print the cases as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Re-run a baseline's runs and fail when a metric got worse than allowed.
+    Gate {
+        /// A baseline written by `loopsim check --save-baseline`.
+        #[arg(long)]
+        baseline: PathBuf,
+        /// Allowed increase per metric: `5%` (default) or `0.05`.
+        #[arg(long, default_value = "5%")]
+        max_increase: String,
+        /// Fail on any change, better or worse, and on moved stops and warnings.
+        #[arg(long)]
+        fail_on_any_change: bool,
+        /// Rewrite the baseline with the current figures (and pass).
+        #[arg(long)]
+        update: bool,
+        /// Also write the current figures in the Bencher Metric Format.
+        #[arg(long)]
+        bmf: Option<PathBuf>,
+        /// A Hermes config.yaml laid over every scenario's config (compare it with the
+        /// baseline's).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Where the baseline's scenarios are found by name (default: ./scenarios if it
+        /// exists, else the built-in suite; then the paths the baseline recorded).
+        #[arg(long)]
+        suite: Option<PathBuf>,
+        /// Print the changes as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Run a scenario under two engines and report identical traces or the first divergence.
+    Diff {
+        /// The scenario file, or the name of a scenario of the built-in suite.
+        scenario: PathBuf,
+        /// The two engines (default: builtin and hermes-python).
+        #[arg(long = "engine")]
+        engines: Vec<String>,
+        #[command(flatten)]
+        engine_args: EngineArgs,
+        /// The run seed (default: the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print the result as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// List the scenarios, one line each.
+    List {
+        /// A scenario folder (default: ./scenarios if it exists, else the built-in suite).
+        dir: Option<PathBuf>,
+        /// Print the list as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Run the guardrail controller over JSON lines on stdin (docs/guard-protocol.md).
+    Guard {
+        /// Engine profile.
+        #[arg(long, default_value = "hermes-main", value_parser = profile_parser())]
+        profile: ProfileName,
+        /// A Hermes config.yaml (its agent, tool_loop_guardrails and delegation sections).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The platform the agent runs on (cli, telegram, cron, ...): unattended ones hard-stop.
+        #[arg(long)]
+        platform: Option<String>,
+    },
+    /// List what loopsim knows: profiles, platforms, guardrail decision codes, exit reasons and
+    /// the Hermes config keys the engine reads.
+    Codes {
+        /// Print the lists as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Load and check scenarios, config files and traces without running anything.
+    Validate {
+        /// Files or folders: .toml scenarios, .yaml/.yml Hermes configs, .jsonl traces.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The profile a config file is checked under (default: every profile).
+        #[arg(long, value_parser = profile_parser())]
+        profile: Option<ProfileName>,
+        /// Print the results as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Write a commented scenario to start from.
+    Init {
+        /// Where to write it.
+        #[arg(default_value = "scenario.toml")]
+        path: PathBuf,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages (loopsim.1 and one per command).
+    Man {
+        /// The folder to write them to.
+        #[arg(long, default_value = "man")]
+        out: PathBuf,
+    },
+}
+
+/// The engine a run uses, when not the scenario's own.
+#[derive(clap::Args, Clone, Default)]
+pub struct EngineArgs {
+    /// Engine profile (default: the scenario's).
+    #[arg(long, value_parser = profile_parser())]
+    pub profile: Option<ProfileName>,
+    /// A Hermes config.yaml laid over the scenario's config (its keys win).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The platform (default: the scenario's): cli, telegram, cron, ... (`loopsim codes`).
+    #[arg(long)]
+    pub platform: Option<String>,
+}
+
+impl EngineArgs {
+    pub fn is_set(&self) -> bool {
+        self.profile.is_some() || self.config.is_some() || self.platform.is_some()
+    }
+
+    /// The flags as a command line would give them, for rerun lines.
+    pub fn flags(&self) -> String {
+        let mut s = String::new();
+        if let Some(p) = self.profile {
+            s += &format!(" --profile {p}");
+        }
+        if let Some(c) = &self.config {
+            s += &format!(" --config {}", c.display());
+        }
+        if let Some(p) = &self.platform {
+            s += &format!(" --platform {p}");
+        }
+        s
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Schedule {
+    Fifo,
+    Shuffle,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}

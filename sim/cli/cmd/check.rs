@@ -1,0 +1,208 @@
+//! `loopsim check` (every scenario's expectations) and `loopsim gate` (a baseline's runs
+//! against their recorded figures).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use loopsim_engine::profile::ProfileName;
+use loopsim_report::check;
+use loopsim_report::output::Outputs;
+use loopsim_world::scenario::Scenario;
+
+use crate::args::Format;
+use crate::inputs;
+use crate::out::{CheckFailed, emit, say, say_raw};
+
+/// Each (scenario, profile) a check runs, for the config warnings.
+fn checked_profiles(scenarios: &[Scenario]) -> Vec<(&Scenario, ProfileName)> {
+    scenarios
+        .iter()
+        .flat_map(|sc| {
+            let mut ps = vec![sc.profile];
+            ps.extend(
+                sc.file
+                    .expect
+                    .profiles
+                    .iter()
+                    .filter_map(|p| p.get_ref().parse::<ProfileName>().ok()),
+            );
+            ps.dedup();
+            ps.into_iter().map(move |p| (sc, p))
+        })
+        .collect()
+}
+
+pub struct CheckArgs<'a> {
+    pub paths: &'a [PathBuf],
+    pub junit: Option<&'a PathBuf>,
+    pub save: Option<&'a PathBuf>,
+    pub config: Option<&'a Path>,
+    pub suite: Option<&'a Path>,
+    pub format: Format,
+}
+
+pub fn run_check(a: CheckArgs<'_>) -> Result<()> {
+    let scenarios = inputs::scenarios(a.paths, a.suite)?;
+    let user = inputs::user_config(a.config)?;
+    inputs::config_warnings(&checked_profiles(&scenarios), None, user.as_deref())?;
+    let cases = check::run_checks(&scenarios, user.as_ref())?;
+    let mut outputs = Outputs::new();
+    if let Some(j) = a.junit {
+        outputs
+            .write(j, check::junit_xml(&cases).as_bytes())
+            .with_context(|| format!("{}: cannot write", j.display()))?;
+    }
+    if let Some(b) = a.save {
+        let baseline = check::Baseline::from_cases(
+            &cases,
+            user.as_ref().map(|u| (u.file.clone(), u.hash.hex())),
+        );
+        outputs
+            .write(b, &serde_json::to_vec_pretty(&baseline)?)
+            .with_context(|| format!("{}: cannot write", b.display()))?;
+    }
+    outputs
+        .commit()
+        .context("cannot write the check's outputs")?;
+    match a.format {
+        Format::Json => emit!("{}", serde_json::to_string_pretty(&cases)?),
+        Format::Text => say_raw!("{}", check::text_report(&cases)),
+    }
+    let failed = cases.iter().filter(|c| !c.passed()).count();
+    if failed > 0 {
+        return Err(CheckFailed(format!("{failed} of {} checks failed", cases.len())).into());
+    }
+    Ok(())
+}
+
+fn parse_fraction(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let v: f64 = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| {
+        anyhow::anyhow!(
+            "--max-increase `{s}`: expected a percentage like 5% or a fraction like 0.05"
+        )
+    })?;
+    if !(v.is_finite() && v >= 0.0) {
+        bail!("--max-increase `{s}`: must not be negative");
+    }
+    Ok(v)
+}
+
+/// The baseline's scenarios, found by name: in the suite (preferring the version with the
+/// recorded hash), else at the path the baseline recorded if its content matches, else the
+/// suite's scenario of that name (a changed scenario is reported by the gate).
+fn baseline_scenarios(b: &check::Baseline, suite: Option<&Path>) -> Result<Vec<Scenario>> {
+    let available = inputs::suite(suite).unwrap_or_default();
+    let mut out = Vec::new();
+    for name in b.scenario_names() {
+        let entry = b
+            .entries
+            .iter()
+            .find(|e| e.scenario == name)
+            .expect("named");
+        let in_suite = available.iter().find(|s| s.file.name == name);
+        let found = match in_suite {
+            Some(s) if s.content_hash.hex() == entry.scenario_hash => Some(s.clone()),
+            _ => {
+                let at = Path::new(&entry.path);
+                let on_disk = at
+                    .exists()
+                    .then(|| inputs::scenario(at).ok())
+                    .flatten()
+                    .filter(|s| s.file.name == name);
+                match on_disk {
+                    Some(s) if s.content_hash.hex() == entry.scenario_hash => Some(s),
+                    other => in_suite.cloned().or(other),
+                }
+            }
+        };
+        match found {
+            Some(s) => out.push(s),
+            None => bail!(
+                "the baseline's scenario `{name}` is neither in the suite nor at {} (give --suite DIR)",
+                entry.path
+            ),
+        }
+    }
+    Ok(out)
+}
+
+pub struct GateArgs<'a> {
+    pub baseline: &'a Path,
+    pub max_increase: &'a str,
+    pub any: bool,
+    pub update: bool,
+    pub bmf: Option<&'a PathBuf>,
+    pub config: Option<&'a Path>,
+    pub suite: Option<&'a Path>,
+    pub format: Format,
+}
+
+pub fn run_gate(a: GateArgs<'_>) -> Result<()> {
+    let tolerance = parse_fraction(a.max_increase)?;
+    let path = a.baseline;
+    let text = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read the baseline", path.display()))?;
+    let baseline: check::Baseline = serde_json::from_slice(&text)
+        .with_context(|| format!("{}: not a loopsim baseline", path.display()))?;
+    if baseline.format != check::Baseline::FORMAT {
+        bail!(
+            "{}: format is `{}`, expected `{}`",
+            path.display(),
+            baseline.format,
+            check::Baseline::FORMAT
+        );
+    }
+    let scenarios = baseline_scenarios(&baseline, a.suite)?;
+    let user = inputs::user_config(a.config)?;
+    inputs::config_warnings(&checked_profiles(&scenarios), None, user.as_deref())?;
+    let cases = check::run_checks(&scenarios, user.as_ref())?;
+    let current = check::Baseline::from_cases(
+        &cases,
+        user.as_ref().map(|u| (u.file.clone(), u.hash.hex())),
+    );
+    let diffs = check::gate(&baseline, &current, tolerance, a.any);
+    let mut outputs = Outputs::new();
+    if let Some(b) = a.bmf {
+        outputs
+            .write(b, &serde_json::to_vec_pretty(&current.bmf())?)
+            .with_context(|| format!("{}: cannot write", b.display()))?;
+    }
+    if a.update {
+        outputs
+            .write(path, &serde_json::to_vec_pretty(&current)?)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    outputs
+        .commit()
+        .context("cannot write the gate's outputs")?;
+    let failure = check::failure_reason(&diffs);
+    match a.format {
+        Format::Json => emit!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "runs": current.entries.len(),
+                "changes": diffs,
+                "summary": check::change_counts(&diffs),
+                "failed": failure.is_some() && !a.update,
+            }))?
+        ),
+        Format::Text => say_raw!("{}", check::gate_report(&diffs, current.entries.len())),
+    }
+    if a.update {
+        say!("baseline updated: {}", path.display());
+        return Ok(());
+    }
+    if let Some(why) = failure {
+        return Err(CheckFailed(format!(
+            "gate failed: {why} against {} (rerun with --update to accept)",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! `loopsim codes`: every name loopsim accepts, one command away.
+
+use anyhow::Result;
+use loopsim_engine::config::keys::{self, KeyKind, ReadBy};
+use loopsim_engine::guardrails::{ATTENDED_PLATFORMS, DecisionCode};
+use loopsim_engine::platform::UNATTENDED_PLATFORMS;
+use loopsim_engine::profile::ProfileName;
+use loopsim_engine::turn::ExitReason;
+
+use crate::args::Format;
+use crate::out::{emit, say};
+
+fn profile_about(p: ProfileName) -> &'static str {
+    match p {
+        ProfileName::Article2026_06 => {
+            "the June 2026 article: cap 90, a tools-free grace call, 600 s child timeout"
+        }
+        ProfileName::Hermes0_19_0 => "hermes-agent 0.19.0 from PyPI: cap 90, no platform rule",
+        ProfileName::HermesV0_21_5 => {
+            "the incident version: newest guardrails, unlimited cap, whole-result hashing"
+        }
+        ProfileName::HermesMain => "newest: execute_code's volatile fields dropped from hashes",
+    }
+}
+
+/// What a decision does: `warn`, `block`, `halt` (a loop cap refuses like a block).
+fn action_of(c: DecisionCode) -> &'static str {
+    let s = c.as_str();
+    if s == "allow" {
+        "allow"
+    } else if s.ends_with("_warning") {
+        "warn"
+    } else if s.ends_with("_halt") {
+        "halt"
+    } else {
+        "block"
+    }
+}
+
+fn read_by(r: ReadBy) -> &'static str {
+    match r {
+        ReadBy::All => "all profiles",
+        ReadBy::PlatformRule => "hermes-v0.21.5, hermes-main",
+        ReadBy::StallGuards => "profiles with stall guards",
+    }
+}
+
+pub fn run(format: Format) -> Result<()> {
+    let keys: Vec<_> = keys::SIMULATED
+        .iter()
+        .filter(|k| k.kind != KeyKind::Section)
+        .collect();
+    if format == Format::Json {
+        emit!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "profiles": ProfileName::ALL.iter().map(|p| serde_json::json!({
+                    "name": p.as_str(), "about": profile_about(*p),
+                })).collect::<Vec<_>>(),
+                "platforms": {
+                    "attended": ATTENDED_PLATFORMS,
+                    "unattended": UNATTENDED_PLATFORMS,
+                },
+                "decision_codes": DecisionCode::ALL.iter().map(|c| serde_json::json!({
+                    "code": c.as_str(), "action": action_of(*c), "stop": c.is_stop(),
+                })).collect::<Vec<_>>(),
+                "exit_reasons": ExitReason::FORMS,
+                "config_keys": keys.iter().map(|k| serde_json::json!({
+                    "key": k.path, "value": k.kind.describe(), "read_by": read_by(k.read_by),
+                    "same_setting_as": k.alias.map(|a| a.0),
+                })).collect::<Vec<_>>(),
+            }))?
+        );
+        return Ok(());
+    }
+    say!("profiles (--profile, a scenario's profile):");
+    for p in ProfileName::ALL {
+        say!("  {:<18} {}", p.as_str(), profile_about(p));
+    }
+    say!("\nplatforms (--platform): attended ones never hard-stop by the platform rule");
+    say!("  attended:   {}", ATTENDED_PLATFORMS.join(", "));
+    say!("  unattended: {}", UNATTENDED_PLATFORMS.join(", "));
+    say!("  any other name is unattended (Hermes accepts plugin platforms); loopsim warns");
+    say!("\nguardrail decision codes ([expect] stop_code takes a block or halt code):");
+    for c in DecisionCode::ALL {
+        say!("  {:<34} {}", c.as_str(), action_of(c));
+    }
+    say!("\nexit reasons ([expect] exit_reason; N, M and ... are filled in by the run):");
+    for f in ExitReason::FORMS {
+        say!("  {f}");
+    }
+    say!("\nHermes config keys the engine reads ([config.*], config.yaml, --grid):");
+    for k in keys {
+        let alias = k.alias.map_or(String::new(), |(a, wins)| {
+            format!(
+                "; same setting as {a}{}",
+                if wins { " (this one wins)" } else { "" }
+            )
+        });
+        say!(
+            "  {:<58} {} ({}{alias})",
+            k.path,
+            k.kind.describe(),
+            read_by(k.read_by)
+        );
+    }
+    Ok(())
+}

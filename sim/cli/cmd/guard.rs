@@ -1,0 +1,59 @@
+//! `loopsim guard`: the guardrail controller over JSON lines (docs/guard-protocol.md).
+
+use std::io::{BufRead, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use loopsim_engine::config::EngineConfig;
+use loopsim_engine::guard::GuardSession;
+use loopsim_engine::profile::ProfileName;
+
+use crate::inputs;
+use crate::out::{BrokenPipe, warn};
+
+fn load_config(
+    profile: ProfileName,
+    config: Option<&Path>,
+    platform: Option<&str>,
+) -> Result<EngineConfig> {
+    inputs::check_platform(platform);
+    let Some(user) = inputs::user_config(config)? else {
+        return Ok(EngineConfig::new(profile, platform));
+    };
+    for w in user.key_warnings(profile) {
+        warn(w);
+    }
+    let cfg = EngineConfig::from_node(profile, platform, &user.root, &user.file)?;
+    for note in &cfg.notes {
+        warn(user.note_warning(note, &user.file));
+    }
+    Ok(cfg)
+}
+
+fn io(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        BrokenPipe.into()
+    } else {
+        anyhow::Error::new(e).context("writing stdout")
+    }
+}
+
+pub fn run(profile: ProfileName, config: Option<&Path>, platform: Option<&str>) -> Result<()> {
+    let cfg = load_config(profile, config, platform)?;
+    let mut session = GuardSession::new(&cfg);
+    let stdin = std::io::stdin().lock();
+    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut buf = Vec::with_capacity(256);
+    for line in stdin.split(b'\n') {
+        let line = line.context("reading stdin")?;
+        buf.clear();
+        let handled = session.handle_line(&line, &mut buf);
+        out.write_all(&buf).map_err(io)?;
+        if let Err(e) = handled {
+            out.flush().map_err(io)?;
+            return Err(anyhow::Error::new(e).context("stdin"));
+        }
+    }
+    out.flush().map_err(io)?;
+    Ok(())
+}

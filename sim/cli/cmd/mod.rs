@@ -1,0 +1,14 @@
+//! One module per command; each parses nothing itself and wires the libraries together.
+
+pub mod check;
+pub mod codes;
+pub mod diff;
+pub mod guard;
+pub mod import;
+pub mod init;
+pub mod list;
+pub mod manual;
+pub mod replay;
+pub mod run;
+pub mod sweep;
+pub mod validate;

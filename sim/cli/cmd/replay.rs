@@ -1,0 +1,258 @@
+//! `loopsim replay`: a trace re-executed byte for byte, or a what-if under another profile,
+//! config or platform beside the recorded run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use loopsim_report::markdown::ReportRun;
+use loopsim_report::metrics::RunMetrics;
+use loopsim_report::output::Outputs;
+use loopsim_world::bridge::EngineChoice;
+use loopsim_world::scenario::Scenario;
+use loopsim_world::scheduler::Order;
+use loopsim_world::sim::{RunOptions, RunSummary};
+use loopsim_world::trace::{self, Header};
+use loopsim_world::user_config::UserConfig;
+
+use crate::args::{EngineArgs, Format};
+use crate::inputs;
+use crate::out::{CheckFailed, emit, say};
+use crate::report;
+use crate::run_to_memory;
+
+/// The scenario a trace carries (or, for a version 1 trace, names by path), checked against
+/// the hash the trace recorded.
+fn trace_scenario(h: &Header, shown: &str, trace_path: &Path) -> Result<Scenario> {
+    let sc = match &h.scenario_text {
+        Some(text) => Scenario::parse(text, &format!("{shown} (its scenario {})", h.scenario_path))
+            .with_context(|| format!("{shown}:1: the embedded scenario"))?,
+        None => {
+            let named = PathBuf::from(&h.scenario_path);
+            let beside = trace_path.parent().map(|d| d.join(&named));
+            let path = if named.exists() {
+                named
+            } else {
+                beside.filter(|b| b.exists()).unwrap_or(named)
+            };
+            inputs::scenario(&path).with_context(|| format!("{shown}: the trace's scenario"))?
+        }
+    };
+    if sc.content_hash.hex() != h.scenario_hash {
+        bail!(
+            "{shown}:1: scenario_hash: {} has changed since the trace was recorded",
+            h.scenario_path
+        );
+    }
+    Ok(sc)
+}
+
+/// The default folder of a what-if: named by what it changes, so a second what-if does not
+/// replace the first.
+fn what_if_dir(name: &str, engine: &EngineArgs) -> PathBuf {
+    let mut parts = vec![format!("{name}-what-if")];
+    if let Some(p) = engine.profile {
+        parts.push(p.to_string());
+    }
+    if let Some(p) = &engine.platform {
+        parts.push(report::slug(p));
+    }
+    if let Some(c) = &engine.config {
+        let stem = c
+            .file_stem()
+            .map_or("config".into(), |s| s.to_string_lossy().into_owned());
+        parts.push(report::slug(&stem));
+    }
+    PathBuf::from("reports").join(parts.join("-"))
+}
+
+/// The events of a trace: neither header nor end line (they differ by construction).
+fn body(t: &[u8]) -> &[u8] {
+    let start = t
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(t.len(), |i| i + 1);
+    let end = t[..t.len().saturating_sub(1)]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(start, |i| (i + 1).max(start));
+    &t[start..end]
+}
+
+pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBuf>) -> Result<()> {
+    let recorded = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read the trace", path.display()))?;
+    let shown = path.display().to_string();
+    let h = trace::verify(&recorded, &shown)?;
+    let sc = trace_scenario(&h, &shown, path)?;
+    let traced_config = match (&h.config_file, &h.config_text) {
+        (Some(name), Some(text)) => Some(Arc::new(
+            UserConfig::parse(text, name)
+                .with_context(|| format!("{shown}:1: the embedded config file"))?,
+        )),
+        _ => None,
+    };
+    let order = if h.schedule == "shuffle" {
+        Order::Shuffle
+    } else {
+        Order::Fifo
+    };
+    // A recorded session's trace replays its own decisions: no profile override.
+    let own_decisions = h.engine.as_deref() == Some("recorded");
+    let base = RunOptions {
+        seed: Some(h.seed),
+        profile: if own_decisions {
+            None
+        } else {
+            Some(h.profile.parse()?)
+        },
+        platform: if own_decisions {
+            None
+        } else {
+            h.platform.clone()
+        },
+        order,
+        config: traced_config.clone(),
+        record_series: false,
+        engine: EngineChoice::Builtin,
+    };
+    if !engine.is_set() {
+        let (_, bytes) = run_to_memory(&sc, &base)?;
+        return match trace::first_difference(&recorded, &bytes) {
+            None => {
+                let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+                match format {
+                    Format::Json => emit!(
+                        "{}",
+                        serde_json::json!({"identical": true, "lines": lines, "scenario": h.scenario, "seed": h.seed})
+                    ),
+                    Format::Text => say!(
+                        "identical: {lines} lines re-executed byte for byte ({} seed {})",
+                        h.scenario,
+                        h.seed
+                    ),
+                }
+                Ok(())
+            }
+            Some((line, old, new)) => Err(CheckFailed(format!(
+                "traces differ at line {line}\n  recorded: {old}\n  replayed: {new}"
+            ))
+            .into()),
+        };
+    }
+    inputs::check_platform(engine.platform.as_deref());
+    let series = RunOptions {
+        record_series: true,
+        ..base.clone()
+    };
+    let (before, _) = run_to_memory(&sc, &series)?;
+    let mut what_if = inputs::run_options(engine)?;
+    if what_if.config.is_none() {
+        what_if.config = traced_config;
+    }
+    what_if.seed = Some(h.seed);
+    what_if.order = order;
+    what_if.record_series = true;
+    what_if.profile = what_if
+        .profile
+        .or(base.profile)
+        .or_else(|| h.profile.parse().ok());
+    what_if.platform = what_if.platform.or(base.platform.clone());
+    let profile = what_if.profile.unwrap_or(sc.profile);
+    inputs::config_warnings(
+        &[(&sc, profile)],
+        what_if.platform.as_deref(),
+        what_if.config.as_deref(),
+    )?;
+    let (after, after_trace) = run_to_memory(&sc, &what_if)?;
+    let dir = out
+        .cloned()
+        .unwrap_or_else(|| what_if_dir(&sc.file.name, engine));
+    let label_of = |s: &RunSummary, what: &str| {
+        format!(
+            "{what} ({} {})",
+            if s.recorded { "recorded" } else { &s.profile },
+            s.platform.as_deref().unwrap_or("-")
+        )
+    };
+    let runs = vec![
+        ReportRun {
+            label: label_of(&before, if own_decisions { "recorded" } else { "traced" }),
+            metrics: RunMetrics::from_summary(&before, ""),
+            summary: before.clone(),
+        },
+        ReportRun {
+            label: label_of(&after, "what if"),
+            metrics: RunMetrics::from_summary(&after, ""),
+            summary: after.clone(),
+        },
+    ];
+    let rerun = format!("loopsim replay {shown}{}", engine.flags());
+    let mut outputs = Outputs::new();
+    report::stage(&mut outputs, &dir, &runs, &[], &rerun, &after_trace)?;
+    outputs
+        .commit()
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.display()))?;
+    let diverged = trace::first_difference(body(&recorded), body(&after_trace)).map(|d| d.0 + 1);
+    if format == Format::Json {
+        emit!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "recorded": &before,
+                "counterfactual": &after,
+                "first_divergent_line": diverged,
+                "rerun": rerun,
+                "out": dir.display().to_string(),
+            }))?
+        );
+        return Ok(());
+    }
+    let unknown = before.price_unknown || after.price_unknown;
+    let usd = |x: f64| loopsim_report::summary::usd(x, unknown);
+    let row = |name: &str, s: &RunSummary| {
+        let p = &s.agents[0];
+        format!(
+            "| {name} | {} {} | {} | {} | {} | {} | {:.1} min | {} | {} |",
+            if s.recorded { "recorded" } else { &s.profile },
+            s.platform.as_deref().unwrap_or("-"),
+            s.total.model_calls,
+            s.total.input_tokens,
+            s.total.output_tokens,
+            usd(s.total.cost_usd()),
+            s.duration_us as f64 / 60e6,
+            p.first_warning_call
+                .map_or("-".into(), |c| format!("call {c}")),
+            p.stop
+                .as_ref()
+                .map_or("-".into(), |st| format!("call {} ({})", st.call, st.code)),
+        )
+    };
+    say!(
+        "| run | engine | calls | input tokens | output tokens | cost | duration | first warning or notice | stop |"
+    );
+    say!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    say!("{}", row("recorded", &before));
+    say!("{}", row("counterfactual", &after));
+    say!(
+        "saved: {} calls, {} input tokens, {}, {:.1} min; {}",
+        before.total.model_calls as i64 - after.total.model_calls as i64,
+        before.total.input_tokens as i64 - after.total.input_tokens as i64,
+        usd(before.total.cost_usd() - after.total.cost_usd()),
+        (before.duration_us as f64 - after.duration_us as f64) / 60e6,
+        diverged.map_or("no divergence: the same events".into(), |l| format!(
+            "first divergence at trace line {l}"
+        ))
+    );
+    if let Some(st) = &after.settings {
+        say!("what-if settings: {}", st.hard_stop_rule);
+    }
+    if let Some(n) = &before.source_note {
+        say!("{n}");
+    }
+    say!(
+        "wrote {}/{{summary.md, summary.json, runs.csv, trace.jsonl}} and plots",
+        dir.display()
+    );
+    say!("rerun: {rerun}");
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! `loopsim run`: one scenario and seed, its report and plots, and the same model behaviour
+//! under other profiles or configs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use loopsim_engine::profile::ProfileName;
+use loopsim_report::markdown::ReportRun;
+use loopsim_report::metrics::RunMetrics;
+use loopsim_report::output::Outputs;
+use loopsim_world::bridge::EngineChoice;
+use loopsim_world::scheduler::Order;
+use loopsim_world::sim::RunOptions;
+
+use crate::args::{EngineArgs, Format, Schedule};
+use crate::inputs;
+use crate::out::{CheckFailed, emit, say, say_raw};
+use crate::report;
+use crate::run_to_memory;
+
+pub struct Args<'a> {
+    pub path: &'a Path,
+    pub engine: &'a EngineArgs,
+    pub seed: Option<u64>,
+    pub out: Option<&'a PathBuf>,
+    pub schedule: Schedule,
+    pub check: bool,
+    pub format: Format,
+    pub compare_profiles: &'a [ProfileName],
+    pub compare_configs: &'a [PathBuf],
+    pub guard_engine: &'a str,
+}
+
+/// Every flag that changes the result, so the line reproduces the run.
+fn rerun_command(a: &Args<'_>, seed: u64) -> String {
+    let mut cmd = format!("loopsim run {} --seed {seed}", a.path.display());
+    cmd += &a.engine.flags();
+    if a.schedule == Schedule::Shuffle {
+        cmd += " --schedule shuffle";
+    }
+    if !a.compare_profiles.is_empty() {
+        let names: Vec<&str> = a.compare_profiles.iter().map(|p| p.as_str()).collect();
+        cmd += &format!(" --compare-profiles {}", names.join(","));
+    }
+    if !a.compare_configs.is_empty() {
+        let names: Vec<String> = a
+            .compare_configs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        cmd += &format!(" --compare-configs {}", names.join(","));
+    }
+    if a.guard_engine != "builtin" {
+        cmd += &format!(" --engine {}", a.guard_engine);
+    }
+    cmd
+}
+
+/// How a run is named in the report.
+fn label(profile: &str, platform: Option<&str>, what: &str) -> String {
+    format!("{what}{profile} {}", platform.unwrap_or("-"))
+}
+
+pub fn run(a: Args<'_>) -> Result<()> {
+    let choice = inputs::parse_engine(a.guard_engine)?;
+    let sc = inputs::scenario(a.path)?;
+    let mut opts = inputs::run_options(a.engine)?;
+    opts.seed = a.seed;
+    let profile = a.engine.profile.unwrap_or(sc.profile);
+    inputs::check_engine_profile(&choice, profile)?;
+    inputs::check_platform(a.engine.platform.as_deref());
+    let compared_configs: Vec<_> = a
+        .compare_configs
+        .iter()
+        .map(|p| inputs::user_config(Some(p)).map(|c| c.expect("a path")))
+        .collect::<Result<_>>()?;
+    // What the config files and scenario values do under each profile this command runs.
+    let mut checks: Vec<(&loopsim_world::scenario::Scenario, ProfileName)> = vec![(&sc, profile)];
+    checks.extend(a.compare_profiles.iter().map(|p| (&sc, *p)));
+    inputs::config_warnings(
+        &checks,
+        a.engine.platform.as_deref(),
+        opts.config.as_deref(),
+    )?;
+    for c in &compared_configs {
+        inputs::config_warnings(&[(&sc, profile)], a.engine.platform.as_deref(), Some(c))?;
+    }
+    opts.engine = choice;
+    opts.record_series = true;
+    opts.order = match a.schedule {
+        Schedule::Fifo => Order::Fifo,
+        Schedule::Shuffle => Order::Shuffle,
+    };
+    let dir = a
+        .out
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("reports").join(&sc.file.name));
+    let (summary, trace_bytes) = run_to_memory(&sc, &opts)?;
+    if a.check {
+        let (again, _) = run_to_memory(&sc, &opts)?;
+        if again.trace_hash != summary.trace_hash {
+            return Err(CheckFailed(format!(
+                "not deterministic: trace {} then {}",
+                summary.trace_hash, again.trace_hash
+            ))
+            .into());
+        }
+        eprintln!(
+            "determinism: two runs gave the same trace {}",
+            summary.trace_hash
+        );
+    }
+    let first_label =
+        if a.engine.is_set() || !a.compare_profiles.is_empty() || !compared_configs.is_empty() {
+            label(&summary.profile, summary.platform.as_deref(), "")
+        } else {
+            "as written".to_string()
+        };
+    let mut runs = vec![(first_label, summary)];
+    // The same model behaviour (scenario and seed) under other engines.
+    for p in a.compare_profiles {
+        let o = RunOptions {
+            profile: Some(*p),
+            engine: EngineChoice::Builtin,
+            ..opts.clone()
+        };
+        let s = run_to_memory(&sc, &o)?.0;
+        runs.push((label(&s.profile, s.platform.as_deref(), ""), s));
+    }
+    for c in &compared_configs {
+        let o = RunOptions {
+            config: Some(c.clone()),
+            engine: EngineChoice::Builtin,
+            ..opts.clone()
+        };
+        let s = run_to_memory(&sc, &o)?.0;
+        runs.push((
+            label(
+                &s.profile,
+                s.platform.as_deref(),
+                &format!("config {}: ", c.file),
+            ),
+            s,
+        ));
+    }
+    // Expectations hold for the scenario as written; an overridden engine is a what-if.
+    let verdicts = if a.engine.is_set() {
+        vec![]
+    } else {
+        loopsim_report::check::verdicts(&sc, &runs[0].1)
+    };
+    let report_runs: Vec<ReportRun> = runs
+        .into_iter()
+        .map(|(label, s)| ReportRun {
+            label,
+            metrics: RunMetrics::from_summary(&s, ""),
+            summary: s,
+        })
+        .collect();
+    let rerun = rerun_command(&a, report_runs[0].summary.seed);
+    let mut out = Outputs::new();
+    let staged = report::stage(
+        &mut out,
+        &dir,
+        &report_runs,
+        &verdicts,
+        &rerun,
+        &trace_bytes,
+    )?;
+    out.commit()
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.display()))?;
+    match a.format {
+        Format::Json => emit!("{}", String::from_utf8_lossy(&staged.json)),
+        Format::Text => {
+            say_raw!(
+                "{}",
+                loopsim_report::summary::render(&report_runs[0].summary, &verdicts, &rerun)
+            );
+            if report_runs.len() > 1 {
+                say!();
+                for r in &report_runs {
+                    let m = &r.metrics;
+                    say!(
+                        "{:<40} {:>6} calls  ${:>8.2}  {:>6.1} min  stop: {}",
+                        r.label,
+                        m.calls,
+                        m.cost_usd,
+                        m.duration_min,
+                        if m.stopped() {
+                            format!("{} at call {}", m.stop_code, m.stop_call.unwrap_or(0))
+                        } else {
+                            "-".into()
+                        }
+                    );
+                }
+            }
+            say!(
+                "wrote {}/{{summary.md, summary.json, runs.csv, trace.jsonl}} and {} plots",
+                dir.display(),
+                staged.plots.len()
+            );
+        }
+    }
+    if let Some(v) = verdicts.iter().find(|v| !v.pass) {
+        return Err(CheckFailed(format!(
+            "expectation {} failed: expected {}, got {} (rerun: {rerun})",
+            v.key, v.expected, v.actual
+        ))
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! The committed scenario suite, built into the binary, so that `loopsim list`, `check`,
+//! `sweep` and `gate` work wherever the binary is installed.
+//!
+//! Which scenarios a command uses when given none: `--suite DIR` if given, else `./scenarios`
+//! if it exists, else these. A scenario path `scenarios/NAME.toml` that does not exist on disk
+//! is the built-in scenario NAME, so rerun lines work anywhere.
+
+/// (name, file text) of every file in `scenarios/`, by name.
+pub const SUITE: &[(&str, &str)] = &[
+    (
+        "budget-exhaustion-summary",
+        include_str!("../../scenarios/budget-exhaustion-summary.toml"),
+    ),
+    (
+        "budget-starvation-independent",
+        include_str!("../../scenarios/budget-starvation-independent.toml"),
+    ),
+    (
+        "budget-starvation-shared",
+        include_str!("../../scenarios/budget-starvation-shared.toml"),
+    ),
+    (
+        "child-timeout",
+        include_str!("../../scenarios/child-timeout.toml"),
+    ),
+    (
+        "execute-code-spin-wait",
+        include_str!("../../scenarios/execute-code-spin-wait.toml"),
+    ),
+    (
+        "failure-tolerant-terminal",
+        include_str!("../../scenarios/failure-tolerant-terminal.toml"),
+    ),
+    (
+        "fan-out-beyond-concurrency",
+        include_str!("../../scenarios/fan-out-beyond-concurrency.toml"),
+    ),
+    (
+        "fan-out-beyond-max-subagents",
+        include_str!("../../scenarios/fan-out-beyond-max-subagents.toml"),
+    ),
+    (
+        "healthy-distinct-execute-code",
+        include_str!("../../scenarios/healthy-distinct-execute-code.toml"),
+    ),
+    (
+        "healthy-progressing-poll",
+        include_str!("../../scenarios/healthy-progressing-poll.toml"),
+    ),
+    (
+        "healthy-repeated-check",
+        include_str!("../../scenarios/healthy-repeated-check.toml"),
+    ),
+    (
+        "healthy-research-40-searches",
+        include_str!("../../scenarios/healthy-research-40-searches.toml"),
+    ),
+    (
+        "poller-exempt",
+        include_str!("../../scenarios/poller-exempt.toml"),
+    ),
+    (
+        "read-only-no-progress",
+        include_str!("../../scenarios/read-only-no-progress.toml"),
+    ),
+    (
+        "repeated-identical-failure",
+        include_str!("../../scenarios/repeated-identical-failure.toml"),
+    ),
+    (
+        "runtime-context-too-small",
+        include_str!("../../scenarios/runtime-context-too-small.toml"),
+    ),
+    (
+        "same-tool-failure-halt",
+        include_str!("../../scenarios/same-tool-failure-halt.toml"),
+    ),
+    (
+        "two-call-cycle",
+        include_str!("../../scenarios/two-call-cycle.toml"),
+    ),
+    (
+        "web-search-flood",
+        include_str!("../../scenarios/web-search-flood.toml"),
+    ),
+];
+
+/// The path a built-in scenario is known by.
+pub fn path_of(name: &str) -> String {
+    format!("scenarios/{name}.toml")
+}
+
+/// The built-in scenario a missing path stands for: `NAME`, `NAME.toml` or
+/// `scenarios/NAME.toml`.
+pub fn lookup(path: &std::path::Path) -> Option<(&'static str, &'static str)> {
+    let parent = path
+        .parent()
+        .map(|p| p.as_os_str().to_string_lossy().into_owned());
+    if !matches!(
+        parent.as_deref(),
+        None | Some("") | Some("scenarios") | Some("./scenarios")
+    ) {
+        return None;
+    }
+    let name = path.file_name()?.to_str()?;
+    let name = name.strip_suffix(".toml").unwrap_or(name);
+    SUITE.iter().find(|(n, _)| *n == name).copied()
+}

@@ -1,0 +1,409 @@
+//! Checking a parsed scenario: every value in range, every name defined, every step one
+//! thing, every expectation a value a run can produce.
+
+use loopsim_engine::guardrails::DecisionCode;
+use loopsim_engine::profile::ProfileName;
+use loopsim_engine::turn::ExitReason;
+use toml::Spanned;
+
+use super::{CallSpec, Dist, Lines, Scenario, ScenarioError, Step};
+
+/// The most children one `delegate` step may ask for.
+pub const MAX_TASKS: u32 = 10_000;
+
+impl Scenario {
+    pub(super) fn validate(&self, l: &Lines<'_>) -> Result<(), ScenarioError> {
+        let f = &self.file;
+        let prob = |v: &Spanned<f64>, key: &str| -> Result<(), ScenarioError> {
+            let x = *v.get_ref();
+            if (0.0..=1.0).contains(&x) {
+                Ok(())
+            } else {
+                l.err(key, format!("{x} is not a probability between 0 and 1"))
+            }
+        };
+        let dist = |d: &Spanned<Dist>, key: &str| -> Result<(), ScenarioError> {
+            d.get_ref().check().or_else(|m| l.err(key, m))
+        };
+        for (name, m) in &f.models {
+            dist(&m.latency_s, &format!("models.{name}.latency_s"))?;
+            dist(&m.output_tokens, &format!("models.{name}.output_tokens"))?;
+            prob(
+                &m.cache_read_share,
+                &format!("models.{name}.cache_read_share"),
+            )?;
+            prob(
+                &m.heed_probability,
+                &format!("models.{name}.heed_probability"),
+            )?;
+            prob(
+                &m.empty_reply_probability,
+                &format!("models.{name}.empty_reply_probability"),
+            )?;
+            for (k, p) in [
+                ("input", m.price.input),
+                ("cache_read", m.price.cache_read),
+                ("cache_write", m.price.cache_write.unwrap_or(0.0)),
+                ("output", m.price.output),
+            ] {
+                if !(p.is_finite() && p >= 0.0) {
+                    return l.err(
+                        &format!("models.{name}.price.{k}"),
+                        format!("{p} is not a non-negative price"),
+                    );
+                }
+            }
+        }
+        for (name, m) in &f.models {
+            let p = &m.price;
+            if p.unknown
+                && (p.input != 0.0
+                    || p.cache_read != 0.0
+                    || p.output != 0.0
+                    || p.cache_write.is_some())
+            {
+                return l.err(
+                    &format!("models.{name}.price.unknown"),
+                    "a price cannot be both unknown and given",
+                );
+            }
+        }
+        for (name, t) in &f.tools {
+            dist(&t.latency_s, &format!("tools.{name}.latency_s"))?;
+            dist(&t.result_tokens, &format!("tools.{name}.result_tokens"))?;
+            prob(
+                &t.fail_probability,
+                &format!("tools.{name}.fail_probability"),
+            )?;
+            if let Some(to) = &t.timeout_s
+                && !(to.get_ref().is_finite() && *to.get_ref() > 0.0)
+            {
+                return l.err(
+                    &format!("tools.{name}.timeout_s"),
+                    "must be a positive number of seconds",
+                );
+            }
+            if t.approval && f.approval_model.is_none() {
+                return l.err(
+                    &format!("tools.{name}.approval"),
+                    "approval calls need a top-level approval_model",
+                );
+            }
+        }
+        if let Some(a) = &f.approval_model
+            && !f.models.contains_key(a.get_ref())
+        {
+            return l.err(
+                "approval_model",
+                format!("no model named `{}` in [models]", a.get_ref()),
+            );
+        }
+        if let Some(w) = &f.report.window_s {
+            let [a, b] = *w.get_ref();
+            if !(a.is_finite() && b.is_finite() && 0.0 <= a && a < b) {
+                return l.err("report.window_s", "needs 0 <= from < to");
+            }
+        }
+        if let Some(h) = f.report.horizon_s
+            && !(h.is_finite() && h > 0.0)
+        {
+            return l.err("report.horizon_s", "must be a positive number of seconds");
+        }
+        for p in &f.expect.profiles {
+            if let Err(e) = p.get_ref().parse::<ProfileName>() {
+                return l.err("expect.profiles", e.to_string());
+            }
+        }
+        if !f.agents.contains_key("parent") {
+            return l.err("agents", "a scenario needs an agent named `parent`");
+        }
+        if let Some(t) = &f.human.interrupt_at_s
+            && !(t.get_ref().is_finite() && *t.get_ref() >= 0.0)
+        {
+            return l.err(
+                "human.interrupt_at_s",
+                "must be a non-negative number of seconds",
+            );
+        }
+        for (name, a) in &f.agents {
+            if !f.models.contains_key(a.model.get_ref()) {
+                return l.err(
+                    &format!("agents.{name}.model"),
+                    format!("no model named `{}` in [models]", a.model.get_ref()),
+                );
+            }
+            if a.script.is_empty() {
+                return l.err(&format!("agents.{name}.script"), "the script is empty");
+            }
+            let mut scripts = vec![
+                ("script".to_string(), &a.script),
+                ("on_result".to_string(), &a.on_result),
+            ];
+            let mut last_at = 0.0;
+            for (k, t) in a.turns.iter().enumerate() {
+                let at = *t.at_s.get_ref();
+                if !(at.is_finite() && at >= last_at) {
+                    return l.err(
+                        &format!("agents.{name}.turns[{k}].at_s"),
+                        "must be a number of seconds, not before the previous turn's",
+                    );
+                }
+                if t.script.is_empty() {
+                    return l.err(
+                        &format!("agents.{name}.turns[{k}].script"),
+                        "the script is empty",
+                    );
+                }
+                last_at = at;
+                scripts.push((format!("turns[{k}].script"), &t.script));
+            }
+            if !a.turns.is_empty() && name != "parent" {
+                return l.err(
+                    &format!("agents.{name}.turns"),
+                    "only the parent takes user turns",
+                );
+            }
+            for (which, steps) in scripts {
+                for (i, step) in steps.iter().enumerate() {
+                    self.validate_step(l, step, &format!("agents.{name}.{which}[{i}]"), dist)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_step(
+        &self,
+        l: &Lines<'_>,
+        step: &Step,
+        key: &str,
+        dist: impl Fn(&Spanned<Dist>, &str) -> Result<(), ScenarioError>,
+    ) -> Result<(), ScenarioError> {
+        let f = &self.file;
+        let kinds = [
+            !step.calls.is_empty(),
+            step.answer.is_some(),
+            step.delegate.is_some(),
+            !step.choose.is_empty(),
+            step.context_too_small,
+            step.user_stop,
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return l.err(
+                key,
+                "a step needs exactly one of calls, answer, delegate, choose, context_too_small, user_stop");
+        }
+        if step.user_stop && (step.times != 1 || step.until.is_some()) {
+            return l.err(key, "a user_stop step cannot repeat (times, until)");
+        }
+        if step.times == 0 {
+            return l.err(&format!("{key}.times"), "must be at least 1");
+        }
+        if step.until.is_some() && l.spans.has(&format!("{key}.times")) {
+            return l.err(
+                &format!("{key}.until"),
+                "`until` repeats the step until its condition and ignores `times`: give one",
+            );
+        }
+        if (step.answer.is_some() || step.delegate.is_some())
+            && (step.times != 1 || step.until.is_some())
+        {
+            return l.err(
+                key,
+                "answer and delegate steps cannot repeat (times, until)",
+            );
+        }
+        let check_calls = |calls: &[CallSpec], key: &str| -> Result<(), ScenarioError> {
+            for (j, c) in calls.iter().enumerate() {
+                let t = c.tool.get_ref();
+                let ck = format!("{key}.calls[{j}]");
+                if !f.tools.contains_key(t) {
+                    let hint = if t == "delegate_task" {
+                        " (a `delegate` step starts children; a delegate_task call in `calls` is an ordinary tool)"
+                    } else {
+                        ""
+                    };
+                    return l.err(
+                        &format!("{ck}.tool"),
+                        format!("no tool named `{t}` in [tools]{hint}"),
+                    );
+                }
+                if let Some(a) = &c.args_json {
+                    if !c.args.is_empty() || c.distinct {
+                        return l.err(
+                            &format!("{ck}.args_json"),
+                            "args_json replaces args and distinct: give one",
+                        );
+                    }
+                    if let Err(e) = loopsim_engine::json::parse(a.get_ref().as_bytes()) {
+                        return l.err(&format!("{ck}.args_json"), format!("not JSON: {e}"));
+                    }
+                }
+                if let Some(d) = &c.latency_s
+                    && !(d.get_ref().is_finite() && *d.get_ref() >= 0.0)
+                {
+                    return l.err(
+                        &format!("{ck}.latency_s"),
+                        "must be a non-negative number of seconds",
+                    );
+                }
+                if let Some(n) = &c.notice
+                    && loopsim_engine::guardrails::NoticeKind::parse(n.kind.get_ref()).is_none()
+                {
+                    return l.err(
+                        &format!("{ck}.notice.kind"),
+                        format!(
+                            "`{}` is not identical_call_streak or identical_cycle",
+                            n.kind.get_ref()
+                        ),
+                    );
+                }
+                if let Some(g) = &c.guardrail {
+                    let action = g.action.get_ref();
+                    if !matches!(action.as_str(), "warn" | "block" | "halt") {
+                        return l.err(
+                            &format!("{ck}.guardrail.action"),
+                            format!("`{action}` is not warn, block or halt"),
+                        );
+                    }
+                    if DecisionCode::parse(g.code.get_ref()).is_none() {
+                        return l.err(
+                            &format!("{ck}.guardrail.code"),
+                            format!("`{}` is not a guardrail decision code", g.code.get_ref()),
+                        );
+                    }
+                }
+            }
+            Ok(())
+        };
+        check_calls(&step.calls, key)?;
+        for (j, c) in step.choose.iter().enumerate() {
+            if !(c.weight.is_finite() && c.weight > 0.0) {
+                return l.err(
+                    &format!("{key}.choose[{j}].weight"),
+                    "must be a positive number",
+                );
+            }
+            if c.calls.is_empty() == c.answer.is_none() {
+                return l.err(
+                    &format!("{key}.choose[{j}]"),
+                    "a choice needs exactly one of calls, answer",
+                );
+            }
+            check_calls(&c.calls, &format!("{key}.choose[{j}]"))?;
+        }
+        if let Some(d) = &step.delegate {
+            if !f.agents.contains_key(d.get_ref()) || d.get_ref() == "parent" {
+                return l.err(
+                    &format!("{key}.delegate"),
+                    format!("no child agent named `{}` in [agents]", d.get_ref()),
+                );
+            }
+            if step.tasks == 0 || step.tasks > MAX_TASKS {
+                return l.err(
+                    &format!("{key}.tasks"),
+                    format!("must be from 1 to {MAX_TASKS}"),
+                );
+            }
+        }
+        if let Some(d) = &step.latency_s {
+            dist(d, &format!("{key}.latency_s"))?;
+        }
+        if let Some(d) = &step.output_tokens {
+            dist(d, &format!("{key}.output_tokens"))?;
+        }
+        Ok(())
+    }
+
+    /// `[expect]` values are ones a run can produce, and one step at most marks the loop.
+    pub(super) fn validate_expect(&self, l: &Lines<'_>) -> Result<(), ScenarioError> {
+        let e = &self.file.expect;
+        if let Some(r) = &e.exit_reason
+            && ExitReason::parse(r).is_none()
+        {
+            let names = ExitReason::FORMS
+                .iter()
+                .map(|f| f.split('(').next().unwrap_or(f));
+            let base = r.split('(').next().unwrap_or(r);
+            let hint = loopsim_engine::config::keys::nearest(base, names)
+                .and_then(|n| ExitReason::FORMS.iter().find(|f| f.starts_with(n)))
+                .map(|f| format!(" (did you mean `{f}`?)"))
+                .unwrap_or_default();
+            return l.err(
+                "expect.exit_reason",
+                format!(
+                    "`{r}` is not an exit reason Hermes prints{hint}; `loopsim codes` lists them"
+                ),
+            );
+        }
+        if let Some(c) = &e.stop_code {
+            match DecisionCode::parse(c) {
+                Some(code) if code.is_stop() => {}
+                Some(_) => {
+                    return l.err(
+                        "expect.stop_code",
+                        format!("`{c}` is a warning or allow code, not a stop (block or halt)"),
+                    );
+                }
+                None => {
+                    let hint = loopsim_engine::config::keys::nearest(
+                        c,
+                        DecisionCode::ALL.iter().map(|d| d.as_str()),
+                    )
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                    return l.err(
+                        "expect.stop_code",
+                        format!("`{c}` is not a guardrail decision code{hint}; `loopsim codes` lists them"),
+                    );
+                }
+            }
+        }
+        if e.no_hard_stop == Some(true) && e.stop_code.is_some() {
+            return l.err("expect.stop_code", "contradicts `no_hard_stop = true`");
+        }
+        if let (Some(a), Some(b)) = (e.parent_calls_min, e.parent_calls_max)
+            && a > b
+        {
+            return l.err(
+                "expect.parent_calls_min",
+                format!("{a} is above parent_calls_max {b}"),
+            );
+        }
+        if let Some(c) = e.max_cost_usd
+            && !(c.is_finite() && c >= 0.0)
+        {
+            return l.err(
+                "expect.max_cost_usd",
+                "must be a non-negative number of dollars",
+            );
+        }
+        let mut marks = Vec::new();
+        for (name, a) in &self.file.agents {
+            let mut scripts = vec![
+                ("script".to_string(), &a.script),
+                ("on_result".to_string(), &a.on_result),
+            ];
+            for (k, t) in a.turns.iter().enumerate() {
+                scripts.push((format!("turns[{k}].script"), &t.script));
+            }
+            for (which, steps) in scripts {
+                for (i, s) in steps.iter().enumerate() {
+                    if s.loop_begins {
+                        marks.push(format!("agents.{name}.{which}[{i}]"));
+                    }
+                }
+            }
+        }
+        if marks.len() > 1 {
+            return l.err(
+                &format!("{}.loop_begins", marks[1]),
+                format!(
+                    "a second loop_begins (the first is {}): waste counts from one point",
+                    marks[0]
+                ),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,186 @@
+//! The engine settings a run actually used, as reports show them: thresholds, caps and the
+//! hard-stop rule as resolved for the platform. They answer "why did nothing stop?" from the
+//! report alone.
+
+use loopsim_engine::budget::UNLIMITED;
+use loopsim_engine::config::EngineConfig;
+use loopsim_engine::delegation::ChildBudget;
+use loopsim_engine::hash::ResultHashing;
+use serde::Serialize;
+
+/// One detector family's three thresholds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Thresholds {
+    pub exact_failure: u32,
+    pub same_tool_failure: u32,
+    pub idempotent_no_progress: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LoopCapSettings {
+    pub max_web_searches: u32,
+    pub max_subagents: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DelegationSettings {
+    pub child_max_iterations: u64,
+    pub max_concurrent_children: u32,
+    pub max_spawn_depth: u32,
+    /// `None`: no child timeout.
+    pub child_timeout_s: Option<f64>,
+    /// `independent`, `shared` or `reserved N`.
+    pub child_budget: String,
+    /// Top-level delegations run in the background.
+    pub background: bool,
+}
+
+/// The resolved engine configuration of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Settings {
+    pub profile: String,
+    pub platform: Option<String>,
+    /// The parent's iteration cap; `None` is unlimited.
+    pub max_iterations: Option<u64>,
+    pub warnings_enabled: bool,
+    pub hard_stops: bool,
+    /// Why hard stops are on or off.
+    pub hard_stop_rule: String,
+    pub warn_after: Thresholds,
+    pub hard_stop_after: Thresholds,
+    /// `None` where the profile has no loop caps.
+    pub loop_caps: Option<LoopCapSettings>,
+    pub stall_guards: bool,
+    /// `whole result`, or `execute_code volatile fields dropped`.
+    pub result_hashing: &'static str,
+    pub delegation: DelegationSettings,
+    /// The user's config.yaml laid over the scenario's, with its SHA-256.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<(String, String)>,
+    /// The hash of all of it (the trace header's and report rows' `config_hash`).
+    pub config_hash: String,
+}
+
+impl Settings {
+    /// `config_hash` is `c.fingerprint()` in hex, which the caller has already computed.
+    pub fn of(
+        c: &EngineConfig,
+        config_file: Option<(String, String)>,
+        config_hash: String,
+    ) -> Settings {
+        let g = &c.guardrails;
+        let d = &c.delegation;
+        Settings {
+            profile: c.profile.to_string(),
+            platform: c.platform.clone(),
+            max_iterations: (c.max_iterations < UNLIMITED).then_some(c.max_iterations),
+            warnings_enabled: g.warnings_enabled,
+            hard_stops: g.hard_stop_enabled,
+            hard_stop_rule: c.hard_stop_rule.to_string(),
+            warn_after: Thresholds {
+                exact_failure: g.exact_failure_warn_after,
+                same_tool_failure: g.same_tool_failure_warn_after,
+                idempotent_no_progress: g.no_progress_warn_after,
+            },
+            hard_stop_after: Thresholds {
+                exact_failure: g.exact_failure_block_after,
+                same_tool_failure: g.same_tool_failure_halt_after,
+                idempotent_no_progress: g.no_progress_block_after,
+            },
+            loop_caps: c.rules.loop_caps.then_some(LoopCapSettings {
+                max_web_searches: g.loop_caps.max_web_searches,
+                max_subagents: g.loop_caps.max_subagents,
+            }),
+            stall_guards: c.rules.stall_guards,
+            result_hashing: match c.rules.result_hashing {
+                ResultHashing::Plain => "whole result",
+                ResultHashing::StripExecuteCodeVolatile => "execute_code volatile fields dropped",
+            },
+            delegation: DelegationSettings {
+                child_max_iterations: d.child_max_iterations,
+                max_concurrent_children: d.max_concurrent_children,
+                max_spawn_depth: d.max_spawn_depth,
+                child_timeout_s: d.child_timeout_us.map(|t| t as f64 / 1e6),
+                child_budget: match d.child_budget {
+                    ChildBudget::Independent => "independent".into(),
+                    ChildBudget::Shared => "shared".into(),
+                    ChildBudget::Reserved(n) => format!("reserved {n}"),
+                },
+                background: d.background_top_level,
+            },
+            config_file,
+            config_hash,
+        }
+    }
+
+    /// One line per setting, for text and Markdown reports.
+    pub fn lines(&self) -> Vec<(String, String)> {
+        let t = |t: &Thresholds| {
+            format!(
+                "exact_failure {}, same_tool_failure {}, idempotent_no_progress {}",
+                t.exact_failure, t.same_tool_failure, t.idempotent_no_progress
+            )
+        };
+        let mut out = vec![
+            (
+                "engine".to_string(),
+                format!(
+                    "{} on {}",
+                    self.profile,
+                    self.platform.as_deref().unwrap_or("no platform")
+                ),
+            ),
+            ("hard stops".into(), self.hard_stop_rule.clone()),
+            (
+                "warnings".into(),
+                if self.warnings_enabled { "on" } else { "off" }.into(),
+            ),
+            ("warn after".into(), t(&self.warn_after)),
+            ("hard stop after".into(), t(&self.hard_stop_after)),
+            (
+                "loop caps".into(),
+                self.loop_caps.map_or("none in this profile".into(), |c| {
+                    format!(
+                        "{} web searches, {} subagents per turn (0: off)",
+                        c.max_web_searches, c.max_subagents
+                    )
+                }),
+            ),
+            (
+                "stall guards".into(),
+                if self.stall_guards { "on" } else { "off" }.into(),
+            ),
+            ("result hashing".into(), self.result_hashing.into()),
+            (
+                "parent cap".into(),
+                self.max_iterations
+                    .map_or("unlimited".into(), |n| format!("{n} iterations")),
+            ),
+            (
+                "delegation".into(),
+                format!(
+                    "children {} iterations ({} budgets), {} at once, depth {}, timeout {}, {}",
+                    self.delegation.child_max_iterations,
+                    self.delegation.child_budget,
+                    self.delegation.max_concurrent_children,
+                    self.delegation.max_spawn_depth,
+                    self.delegation
+                        .child_timeout_s
+                        .map_or("none".into(), |s| format!("{s} s")),
+                    if self.delegation.background {
+                        "top level in the background"
+                    } else {
+                        "synchronous"
+                    }
+                ),
+            ),
+        ];
+        if let Some((file, hash)) = &self.config_file {
+            out.push((
+                "config file".into(),
+                format!("{file} (sha256 {})", &hash[..12.min(hash.len())]),
+            ));
+        }
+        out
+    }
+}
