@@ -1,4 +1,4 @@
-//! loopsim benches (DESIGN.md section 9), side by side in one run:
+//! loopsim benches (the targets in README.md, section Performance), side by side in one run:
 //!
 //! 1. `engine/after_call_plus_stall` vs `engine/raw_sha256` (target: at most 2x);
 //! 2. `engine/v0_19_before_after` vs Hermes 0.19.0's Python controller in-process

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Smoke check of hermes_driver.py: six identical execute_code calls, hard stops on.
 
-Expected (SEMANTICS.md 5.2):
+Expected (docs/hermes-semantics.md section 16.2):
 - installed 0.19.0 package: every call allowed, no halt, no observe field;
 - newest tool_guardrails (--hermes-path): after_call allows all six; observe_call gives
   identical_call_streak notices from the 3rd call and records identical_call_streak_halt

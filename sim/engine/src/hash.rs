@@ -179,7 +179,7 @@ mod tests {
         canonical_hash(&json::parse(text.as_bytes()).unwrap()).hex()
     }
 
-    // Vectors observed by running Hermes (SEMANTICS.md 3.3).
+    // Vectors observed by running Hermes (docs/hermes-semantics.md section 9.4).
     #[test]
     fn hermes_vectors() {
         assert_eq!(EMPTY_ARGS_HASH.hex(), Hash::of(b"{}").hex());
