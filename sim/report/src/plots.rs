@@ -159,13 +159,14 @@ pub fn run_plots(dir: &Path, runs: &[RunSummary]) -> Result<Vec<String>, PlotErr
         )
     };
     files.extend(plot::budget_over_time(dir, "budget", &title, &budgets)?);
-    Ok(files
-        .iter()
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect())
+    Ok(file_names(&files))
 }
 
-/// Heatmaps of waste and false stops over the first two swept keys, and the Pareto frontier.
+/// One number of a sweep setting, for a heatmap.
+type Metric = fn(&Aggregate) -> f64;
+
+/// Heatmaps of waste and false stops over the first two swept keys (one key: a single row),
+/// and the Pareto frontier.
 pub fn sweep_plots(
     dir: &Path,
     spec: &SweepSpec,
@@ -176,79 +177,68 @@ pub fn sweep_plots(
         return Ok(vec![]);
     };
     let y = spec.axes.get(1);
-    let ys: Vec<String> = y.map_or(vec!["-".to_string()], |y| y.values.clone());
     let profile = aggs
         .iter()
         .find(|a| !a.setting.is_empty())
         .map(|a| a.profile.clone())
         .unwrap_or_default();
     // Mean over any further axes, for the first profile.
-    let cell = |xv: &str, yv: &str, f: &dyn Fn(&Aggregate) -> f64| -> Option<f64> {
+    let cell = |xv: &str, yv: Option<&str>, f: &dyn Fn(&Aggregate) -> f64| -> Option<f64> {
         let hits: Vec<f64> = aggs
             .iter()
             .filter(|a| a.profile == profile && !a.setting.is_empty())
             .filter(|a| {
                 let parts: Vec<&str> = a.setting.split(';').collect();
-                parts.contains(&format!("{}={xv}", x.key).as_str())
-                    && y.is_none_or(|y| parts.contains(&format!("{}={yv}", y.key).as_str()))
+                let has = |key: &str, v: &str| parts.contains(&format!("{key}={v}").as_str());
+                has(&x.key, xv) && y.zip(yv).is_none_or(|(y, yv)| has(&y.key, yv))
             })
             .map(f)
             .collect();
         (!hits.is_empty()).then(|| hits.iter().sum::<f64>() / hits.len() as f64)
     };
-    let grid = |f: &dyn Fn(&Aggregate) -> f64| -> Vec<Vec<Option<f64>>> {
-        ys.iter()
-            .map(|yv| x.values.iter().map(|xv| cell(xv, yv, f)).collect())
-            .collect()
-    };
-    let y_label = y.map_or("-", |y| y.key.as_str());
-    files.extend(plot::heatmap(
-        dir,
-        "heatmap-waste",
-        "wasted dollars per loop run (mean)",
-        &x.key,
-        &x.values,
-        y_label,
-        &ys,
-        &grid(&|a| a.waste_usd_mean),
-        "$ wasted",
-        false,
-    )?);
-    files.extend(plot::heatmap(
-        dir,
-        "heatmap-false-stops",
-        "healthy runs stopped",
-        &x.key,
-        &x.values,
-        y_label,
-        &ys,
-        &grid(&|a| a.false_stop_rate),
-        "false stops",
-        true,
-    )?);
-    // Settings that tie on both axes share one label: "first (+N tied)".
-    let mut points: Vec<ParetoPoint> = Vec::new();
-    for a in aggs {
-        let (x, y) = (a.false_stop_rate * 100.0, a.saved_usd_mean);
-        let tied = points
-            .iter()
-            .filter(|p| p.x == x && p.y == y && p.on_frontier == a.pareto)
-            .count();
-        if tied > 0 {
-            if let Some(first) = points
-                .iter_mut()
-                .find(|p| p.x == x && p.y == y && p.on_frontier == a.pareto)
-            {
-                let base = first.label.split(" (+").next().unwrap_or("").to_string();
-                first.label = format!("{base} (+{tied} tied)");
-            }
-            continue;
-        }
-        points.push(ParetoPoint {
-            x,
-            y,
-            label: short_setting(&a.setting),
-            on_frontier: a.pareto,
+    let charts: [(&str, &str, &str, bool, Metric); 2] = [
+        (
+            "heatmap-waste",
+            "wasted dollars per loop run (mean)",
+            "$ wasted",
+            false,
+            |a| a.waste_usd_mean,
+        ),
+        (
+            "heatmap-false-stops",
+            "healthy runs stopped",
+            "false stops",
+            true,
+            |a| a.false_stop_rate,
+        ),
+    ];
+    for (stem, title, value_label, percent, f) in charts {
+        let row = |yv: Option<&str>| -> Vec<Option<f64>> {
+            x.values.iter().map(|xv| cell(xv, yv, &f)).collect()
+        };
+        files.extend(match y {
+            Some(y) => plot::heatmap(
+                dir,
+                stem,
+                title,
+                &x.key,
+                &x.values,
+                &y.key,
+                &y.values,
+                &y.values.iter().map(|yv| row(Some(yv))).collect::<Vec<_>>(),
+                value_label,
+                percent,
+            )?,
+            None => plot::heatmap_row(
+                dir,
+                stem,
+                title,
+                &x.key,
+                &x.values,
+                &row(None),
+                value_label,
+                percent,
+            )?,
         });
     }
     files.extend(plot::pareto(
@@ -260,12 +250,49 @@ pub fn sweep_plots(
         ),
         "healthy runs stopped (%)",
         "saved per loop run ($)",
-        &points,
+        &pareto_points(aggs),
     )?);
-    Ok(files
+    Ok(file_names(&files))
+}
+
+/// One point per distinct (false stops, saving, frontier) place, in the order the settings come,
+/// labelled with the first setting there and how many others share it: `2 / 1 (+2 tied)`.
+fn pareto_points(aggs: &[Aggregate]) -> Vec<ParetoPoint> {
+    let mut groups: Vec<(ParetoPoint, usize)> = Vec::new();
+    for a in aggs {
+        let (x, y) = (a.false_stop_rate * 100.0, a.saved_usd_mean);
+        match groups
+            .iter_mut()
+            .find(|(p, _)| p.x == x && p.y == y && p.on_frontier == a.pareto)
+        {
+            Some((_, others)) => *others += 1,
+            None => groups.push((
+                ParetoPoint {
+                    x,
+                    y,
+                    label: short_setting(&a.setting),
+                    on_frontier: a.pareto,
+                },
+                0,
+            )),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(mut p, others)| {
+            if others > 0 {
+                p.label = format!("{} (+{others} tied)", p.label);
+            }
+            p
+        })
+        .collect()
+}
+
+fn file_names(paths: &[std::path::PathBuf]) -> Vec<String> {
+    paths
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect())
+        .collect()
 }
 
 /// A setting's values only, `2 / 1`, in axis order (the chart title names the keys).
@@ -313,4 +340,140 @@ fn short_keys(keys: &[&str]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::Axis;
+
+    /// A fresh directory per test, removed by the test when it passes.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("loopsim-plots-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// The text of every `<text>` element of an SVG.
+    fn svg_texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = &t[t.find('>')? + 1..];
+                Some(body[..body.find("</text>")?].trim().to_string())
+            })
+            .collect()
+    }
+
+    fn agg(setting: &str, false_stops: f64, saved: f64, pareto: bool) -> Aggregate {
+        Aggregate {
+            setting: setting.into(),
+            profile: "p".into(),
+            loop_runs: 1,
+            waste_usd_mean: saved / 10.0,
+            waste_usd_p50: 0.0,
+            waste_usd_p95: 0.0,
+            waste_calls_mean: 0.0,
+            waste_calls_p50: 0.0,
+            waste_calls_p95: 0.0,
+            waste_min_mean: 0.0,
+            waste_min_p50: 0.0,
+            waste_min_p95: 0.0,
+            never_stopped: 0.0,
+            healthy_runs: 1,
+            false_stop_rate: false_stops,
+            saved_usd_mean: saved,
+            pareto,
+        }
+    }
+
+    #[test]
+    fn pareto_ties_count_every_other_setting_at_the_point() {
+        let aggs = [
+            agg("", 0.0, 0.0, false),
+            agg("k=2;w=1", 0.25, 0.04, true),
+            agg("k=2;w=2", 0.25, 0.04, true),
+            agg("k=4;w=1", 0.0, 0.02, true),
+            agg("k=2;w=3", 0.25, 0.04, true),
+            agg("k=4;w=2", 0.0, 0.02, true),
+            agg("k=2;w=4", 0.25, 0.04, true),
+            agg("k=6;w=1", 0.0, 0.01, false),
+        ];
+        let labels: Vec<(String, bool)> = pareto_points(&aggs)
+            .into_iter()
+            .map(|p| (p.label, p.on_frontier))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("baseline".to_string(), false),
+                ("2 / 1 (+3 tied)".to_string(), true),
+                ("4 / 1 (+1 tied)".to_string(), true),
+                ("6 / 1".to_string(), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn one_key_sweep_draws_one_row_without_a_y_axis() {
+        let dir = scratch("one-key");
+        let spec = SweepSpec {
+            scenarios: vec![],
+            profiles: vec![],
+            platform: None,
+            axes: vec![Axis {
+                key: "tool_loop_guardrails.hard_stop_after.idempotent_no_progress".into(),
+                values: ["2", "3", "4", "5", "6"].map(String::from).to_vec(),
+            }],
+            seeds: (0, 4),
+        };
+        let mut aggs = vec![agg("", 0.0, 0.0, false)];
+        for (i, v) in spec.axes[0].values.iter().enumerate() {
+            let saved = 0.0301 + 0.0074 * i as f64;
+            aggs.push(agg(
+                &format!("{}={v}", spec.axes[0].key),
+                0.0,
+                saved,
+                i == 0,
+            ));
+        }
+        let files = sweep_plots(&dir, &spec, &aggs).unwrap();
+        assert_eq!(
+            files,
+            [
+                "heatmap-waste.svg",
+                "heatmap-waste.png",
+                "heatmap-false-stops.svg",
+                "heatmap-false-stops.png",
+                "pareto.svg",
+                "pareto.png"
+            ]
+        );
+        for (stem, value_label) in [
+            ("heatmap-waste", "$ wasted"),
+            ("heatmap-false-stops", "false stops"),
+        ] {
+            let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+            let texts = svg_texts(&svg);
+            assert!(
+                !texts.iter().any(|t| t == "-"),
+                "{stem}: a stray '-': {texts:?}"
+            );
+            let once = texts.iter().filter(|t| *t == value_label).count();
+            assert_eq!(
+                once, 1,
+                "{stem}: the colour bar is labelled once: {texts:?}"
+            );
+            // The colour bar is drawn last: its heading, then its tick labels.
+            let at = texts.iter().position(|t| t == value_label).unwrap();
+            let mut ticks: Vec<&String> = texts[at + 1..].iter().collect();
+            let n = ticks.len();
+            assert!(n >= 1, "{stem}: no colour-bar tick: {texts:?}");
+            ticks.sort();
+            ticks.dedup();
+            assert_eq!(ticks.len(), n, "{stem}: a repeated label: {texts:?}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -47,6 +47,48 @@ pub fn heatmap(
         cells,
         value_label,
         percent,
+        one_row: false,
+    };
+    render(
+        dir,
+        stem,
+        |root| draw_heatmap(root, &spec),
+        |root| draw_heatmap(root, &spec),
+    )
+}
+
+/// The same comparison over one setting (a sweep with one swept key): a single row of cells
+/// with no y axis, `cells[xi]` belonging to `xs[xi]`.
+#[allow(clippy::too_many_arguments)]
+pub fn heatmap_row(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    x_label: &str,
+    xs: &[String],
+    cells: &[Option<f64>],
+    value_label: &str,
+    percent: bool,
+) -> Result<Vec<PathBuf>, PlotError> {
+    if cells.len() != xs.len() {
+        return Err(PlotError::Shape(format!(
+            "{} cells for {} x labels",
+            cells.len(),
+            xs.len()
+        )));
+    }
+    let ys = [String::new()];
+    let rows = [cells.to_vec()];
+    let spec = HeatSpec {
+        title,
+        x_label,
+        xs,
+        y_label: "",
+        ys: &ys,
+        cells: &rows,
+        value_label,
+        percent,
+        one_row: true,
     };
     render(
         dir,
@@ -65,9 +107,26 @@ pub(super) struct HeatSpec<'a> {
     cells: &'a [Vec<Option<f64>>],
     value_label: &'a str,
     percent: bool,
+    /// One unnamed row: no y axis, and a band of moderate height rather than the whole panel.
+    one_row: bool,
 }
 
 impl HeatSpec<'_> {
+    #[cfg(test)]
+    pub(super) fn for_test(percent: bool) -> HeatSpec<'static> {
+        HeatSpec {
+            title: "",
+            x_label: "",
+            xs: &[],
+            y_label: "",
+            ys: &[],
+            cells: &[],
+            value_label: "",
+            percent,
+            one_row: false,
+        }
+    }
+
     fn fmt(&self, v: f64) -> String {
         if self.percent {
             format!("{:.0}%", v * 100.0 + 0.0)
@@ -75,6 +134,47 @@ impl HeatSpec<'_> {
             format!("{:.2}", v + 0.0)
         }
     }
+
+    /// A colour-bar tick: as many decimals as the tick step needs, so labels never repeat.
+    pub(super) fn fmt_tick(&self, v: f64, step: f64) -> String {
+        let (v, step, unit) = if self.percent {
+            (v * 100.0, step * 100.0, "%")
+        } else {
+            (v, step, "")
+        };
+        format!("{:.*}{unit}", decimals_for(step), v + 0.0)
+    }
+}
+
+/// The fewest decimals (up to 6) that print multiples of `step` exactly.
+fn decimals_for(step: f64) -> usize {
+    (0..6)
+        .find(|&d| {
+            let scaled = step * 10f64.powi(d as i32);
+            (scaled - scaled.round()).abs() < 1e-6 * scaled.abs().max(1.0)
+        })
+        .unwrap_or(6)
+}
+
+/// Round tick values inside `lo..=hi` for the colour bar (3 to 7 of them) and their step: the
+/// smallest of 1, 2, 2.5 or 5 times a power of ten that is at least a sixth of the range.
+pub(super) fn bar_ticks(lo: f64, hi: f64) -> (Vec<f64>, f64) {
+    let span = hi - lo;
+    if !(span.is_finite() && span > 1e-12) {
+        return (vec![lo], 1.0);
+    }
+    let raw = span / 6.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * mag);
+    let eps = step * 1e-6;
+    let first = ((lo - eps) / step).ceil() as i64;
+    let last = ((hi + eps) / step).floor() as i64;
+    let ticks = (first..=last).map(|k| k as f64 * step).collect();
+    (ticks, step)
 }
 
 /// Viridis, sampled at five stops and interpolated: perceptually even and readable in grey.
@@ -104,6 +204,9 @@ pub(super) fn ink_on(c: RGBColor) -> RGBColor {
     let lum = 0.299 * f64::from(c.0) + 0.587 * f64::from(c.1) + 0.114 * f64::from(c.2);
     if lum > 140.0 { BLACK } else { WHITE }
 }
+
+/// The height of the area a one-row heatmap is drawn in (title excluded), in pixels.
+const ONE_ROW_HEIGHT: u32 = 300;
 
 pub(super) fn draw_heatmap<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -140,10 +243,16 @@ pub(super) fn draw_heatmap<DB: DrawingBackend>(
         .map(|(w, _)| w)
         .max()
         .unwrap_or(0);
-    let mut chart = ChartBuilder::on(&plot)
+    // One row: a band about as tall as a row of a small grid, right under the title.
+    let area = if spec.one_row {
+        plot.split_vertically(ONE_ROW_HEIGHT).0
+    } else {
+        plot.clone()
+    };
+    let mut chart = ChartBuilder::on(&area)
         .margin(18)
         .x_label_area_size(60)
-        .y_label_area_size(y_label_w + 50)
+        .y_label_area_size(if spec.one_row { 20 } else { y_label_w + 50 })
         .build_cartesian_2d(Bands(nx), Bands(ny))
         .map_err(draw_err)?;
     let pick = |labels: &[String], v: f64| {
@@ -154,17 +263,19 @@ pub(super) fn draw_heatmap<DB: DrawingBackend>(
     };
     let x_fmt = |v: &f64| pick(&xs, *v);
     let y_fmt = |v: &f64| pick(&ys, *v);
-    chart
-        .configure_mesh()
-        .disable_mesh()
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_mesh()
         .x_desc(spec.x_label)
-        .y_desc(spec.y_label)
         .label_style(label_style.clone())
         .axis_desc_style(text(17).color(&INK))
         .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .draw()
-        .map_err(draw_err)?;
+        .y_label_formatter(&y_fmt);
+    if spec.one_row {
+        mesh.y_labels(0);
+    } else {
+        mesh.y_desc(spec.y_label);
+    }
+    mesh.draw().map_err(draw_err)?;
 
     let (pw, ph) = chart.plotting_area().dim_in_pixel();
     let cell_w = f64::from(pw) / nx.max(1) as f64;
@@ -226,11 +337,17 @@ pub(super) fn draw_color_bar<DB: DrawingBackend>(
     let top = 70;
     let bottom = (h as i32 - 110).max(top + 40);
     if let Some((vmin, vmax)) = range {
+        // All cells alike: one flat colour (the one the cells have), not a scale.
+        let flat = vmax - vmin < 1e-12;
         const STEPS: i32 = 100;
         for k in 0..STEPS {
             let ya = top + (bottom - top) * k / STEPS;
             let yb = top + (bottom - top) * (k + 1) / STEPS;
-            let t = 1.0 - (f64::from(k) + 0.5) / f64::from(STEPS);
+            let t = if flat {
+                0.5
+            } else {
+                1.0 - (f64::from(k) + 0.5) / f64::from(STEPS)
+            };
             side.draw(&Rectangle::new([(x0, ya), (x1, yb)], colormap(t).filled()))
                 .map_err(draw_err)?;
         }
@@ -239,25 +356,14 @@ pub(super) fn draw_color_bar<DB: DrawingBackend>(
             INK.stroke_width(1),
         ))
         .map_err(draw_err)?;
-        let ticks: &[f64] = if vmax - vmin < 1e-12 {
-            &[0.5]
-        } else {
-            &[0.0, 0.25, 0.5, 0.75, 1.0]
-        };
-        for &t in ticks {
-            let y = bottom - (f64::from(bottom - top) * t).round() as i32;
-            let v = if vmax - vmin < 1e-12 {
-                vmin
-            } else {
-                vmin + t * (vmax - vmin)
-            };
+        for (y, label) in bar_labels(spec, vmin, vmax, top, bottom) {
             side.draw(&PathElement::new(
                 vec![(x1, y), (x1 + 6, y)],
                 INK.stroke_width(1),
             ))
             .map_err(draw_err)?;
             side.draw(&Text::new(
-                spec.fmt(v),
+                label,
                 (x1 + 10, y),
                 text(14).color(&INK).pos(left),
             ))
@@ -275,4 +381,30 @@ pub(super) fn draw_color_bar<DB: DrawingBackend>(
         .map_err(draw_err)?;
     }
     Ok(())
+}
+
+/// Where the colour bar's ticks go (pixel row) and what they say: round values between the
+/// extremes, or the one value all cells share.
+fn bar_labels(
+    spec: &HeatSpec<'_>,
+    vmin: f64,
+    vmax: f64,
+    top: i32,
+    bottom: i32,
+) -> Vec<(i32, String)> {
+    if vmax - vmin < 1e-12 {
+        return vec![(
+            (top + bottom) / 2,
+            format!("{} (all cells)", spec.fmt(vmin)),
+        )];
+    }
+    let (ticks, step) = bar_ticks(vmin, vmax);
+    ticks
+        .into_iter()
+        .map(|v| {
+            let t = (v - vmin) / (vmax - vmin);
+            let y = bottom - (f64::from(bottom - top) * t).round() as i32;
+            (y, spec.fmt_tick(v, step))
+        })
+        .collect()
 }

@@ -30,7 +30,7 @@ mod style;
 mod tests;
 mod timeline;
 
-pub use heatmap::heatmap;
+pub use heatmap::{heatmap, heatmap_row};
 pub use lines::{budget_over_time, cost_over_time};
 pub use pareto::pareto;
 pub use timeline::agent_timeline;

@@ -145,7 +145,8 @@ impl Ranged for Bands {
     }
 
     fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
-        if hint.weight().allow_light_points() {
+        // No light lines; `y_labels(0)` asks for no ticks at all (a one-row heatmap).
+        if hint.weight().allow_light_points() || hint.max_num_points() == 0 {
             return Vec::new();
         }
         (0..self.0).map(|i| i as f64 + 0.5).collect()

@@ -507,6 +507,19 @@ fn render_samples() {
     written
         .extend(heatmap_sample(&dir, "heatmap", "False-stop rate by warn/stop setting").unwrap());
     written.extend(
+        heatmap_row(
+            &dir,
+            "heatmap_row",
+            "Wasted dollars by one swept key",
+            "hard_stop_after",
+            &["2", "3", "4", "5", "6"].map(String::from),
+            &[Some(0.0301), Some(0.0324), Some(0.0412), None, Some(0.0598)],
+            "$ wasted",
+            false,
+        )
+        .unwrap(),
+    );
+    written.extend(
         pareto(
             &dir,
             "pareto",
@@ -517,9 +530,64 @@ fn render_samples() {
         )
         .unwrap(),
     );
-    assert_eq!(written.len(), 12);
+    assert_eq!(written.len(), 14);
     assert!(written.iter().all(|p| p.exists()));
     if keep.is_none() {
         std::fs::remove_dir_all(dir).unwrap();
     }
+}
+
+#[test]
+fn color_bar_ticks_are_round_distinct_and_inside_the_range() {
+    for (lo, hi) in [
+        (0.0301, 0.0598),
+        (0.0, 1.0),
+        (0.0, 0.3333),
+        (2.0, 2.001),
+        (-3.0, 7.0),
+    ] {
+        let (ticks, step) = heatmap::bar_ticks(lo, hi);
+        assert!(
+            ticks.len() >= 2 && ticks.len() <= 6,
+            "{lo}..{hi}: {ticks:?}"
+        );
+        assert!(ticks.iter().all(|t| *t >= lo - 1e-12 && *t <= hi + 1e-12));
+        for pct in [false, true] {
+            let spec = heatmap::HeatSpec::for_test(pct);
+            let mut labels: Vec<String> = ticks.iter().map(|t| spec.fmt_tick(*t, step)).collect();
+            labels.dedup();
+            assert_eq!(labels.len(), ticks.len(), "{lo}..{hi}: {labels:?}");
+        }
+    }
+    assert_eq!(
+        heatmap::bar_ticks(0.0301, 0.0598).0.len(),
+        5,
+        "steps of 0.005"
+    );
+}
+
+#[test]
+fn one_row_heatmap_has_no_y_tick_and_rejects_a_wrong_length() {
+    let dir = scratch("heat-row");
+    let xs = ["a", "b"].map(String::from);
+    let paths = heatmap_row(
+        &dir,
+        "r",
+        "Row",
+        "x",
+        &xs,
+        &[Some(0.5), Some(0.5)],
+        "v",
+        true,
+    )
+    .unwrap();
+    check_outputs(&dir, "r", "Row", &paths);
+    let svg = std::fs::read_to_string(&paths[0]).unwrap();
+    assert!(
+        svg.contains("50% (all cells)"),
+        "one value: one flat colour, said once"
+    );
+    let err = heatmap_row(&dir, "bad", "t", "x", &xs, &[None], "v", false);
+    assert!(matches!(err, Err(PlotError::Shape(_))), "{err:?}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
