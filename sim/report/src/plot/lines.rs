@@ -6,18 +6,32 @@ use plotters::prelude::*;
 use super::*;
 
 /// Shows how fast each profile burns money and when warnings and stops happened, so the cost
-/// of a runaway loop and the saving of a stop are visible at a glance.
+/// of a runaway loop and the saving of a stop are visible at a glance. Time runs at one scale;
+/// see [`cost_over_time_on`] for an axis with idle stretches compressed.
 pub fn cost_over_time(
     dir: &Path,
     stem: &str,
     title: &str,
     series: &[Series],
 ) -> Result<Vec<PathBuf>, PlotError> {
+    cost_over_time_on(dir, stem, title, series, &linear_for(series))
+}
+
+/// [`cost_over_time`] on a given time axis (e.g. one with a two-day idle gap drawn as a break).
+/// Points are joined by straight lines: give a step's both corners for a staircase.
+pub fn cost_over_time_on(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    series: &[Series],
+    axis: &TimeAxis,
+) -> Result<Vec<PathBuf>, PlotError> {
     let spec = LineSpec {
         title,
         y_desc: "cumulative cost ($)",
         series,
         y_fmt: fmt_dollars,
+        axis,
     };
     render(
         dir,
@@ -35,11 +49,13 @@ pub fn budget_over_time(
     title: &str,
     series: &[Series],
 ) -> Result<Vec<PathBuf>, PlotError> {
+    let axis = linear_for(series);
     let spec = LineSpec {
         title,
         y_desc: "iterations remaining",
         series,
         y_fmt: fmt_plain,
+        axis: &axis,
     };
     render(
         dir,
@@ -54,6 +70,22 @@ pub(super) struct LineSpec<'a> {
     y_desc: &'a str,
     series: &'a [Series],
     y_fmt: fn(f64) -> String,
+    axis: &'a TimeAxis,
+}
+
+/// One scale from 0 to the latest point or marker.
+fn linear_for(series: &[Series]) -> TimeAxis {
+    let end = series
+        .iter()
+        .flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.0)
+                .chain(s.markers.iter().map(|m| m.t_min))
+        })
+        .filter(|t| t.is_finite())
+        .fold(0.0, f64::max);
+    TimeAxis::linear(end)
 }
 
 pub(super) fn draw_lines<DB: DrawingBackend>(
@@ -66,6 +98,11 @@ pub(super) fn draw_lines<DB: DrawingBackend>(
         .iter()
         .map(|s| s.points.iter().copied().filter(|p| finite(*p)).collect())
         .collect();
+    let drawn = |pts: &[(f64, f64)]| -> Vec<(f64, f64)> {
+        pts.iter()
+            .map(|&(t, y)| (spec.axis.to_drawn(t), y))
+            .collect()
+    };
     let markers = || {
         spec.series
             .iter()
@@ -73,15 +110,6 @@ pub(super) fn draw_lines<DB: DrawingBackend>(
             .flat_map(|(i, s)| s.markers.iter().map(move |m| (i, m)))
             .filter(|(_, m)| finite((m.t_min, m.y)))
     };
-    let x = range_of(
-        lines
-            .iter()
-            .flatten()
-            .map(|p| p.0)
-            .chain(markers().map(|(_, m)| m.t_min)),
-        true,
-        0.02,
-    );
     let y = range_of(
         lines
             .iter()
@@ -91,30 +119,11 @@ pub(super) fn draw_lines<DB: DrawingBackend>(
         true,
         0.08,
     );
-    let mut chart = ChartBuilder::on(&plot)
-        .margin(18)
-        .x_label_area_size(60)
-        .y_label_area_size(90)
-        .build_cartesian_2d(x, y)
-        .map_err(draw_err)?;
-    let x_fmt = |v: &f64| fmt_plain(*v);
-    let y_fmt = |v: &f64| (spec.y_fmt)(*v);
-    chart
-        .configure_mesh()
-        .x_desc("virtual time (min)")
-        .y_desc(spec.y_desc)
-        .label_style(text(15).color(&INK))
-        .axis_desc_style(text(17).color(&INK))
-        .bold_line_style(GRID_BOLD)
-        .light_line_style(GRID_LIGHT)
-        .max_light_lines(1)
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .draw()
-        .map_err(draw_err)?;
-
+    let mut chart = time_chart(&plot, spec.axis, y, spec.y_desc, spec.y_fmt)?;
+    let at = |t: f64, y: f64| (spec.axis.to_drawn(t), y);
     for (i, pts) in lines.iter().enumerate() {
         let c = series_color(i);
+        let pts = drawn(pts);
         if pts.len() == 1 {
             chart
                 .draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
@@ -125,11 +134,15 @@ pub(super) fn draw_lines<DB: DrawingBackend>(
                 .map_err(draw_err)?;
         }
     }
+    // Stops first, then warnings: a warning stands above its point, clear of a stop's cross,
+    // and is never drawn over when both fall at the same place.
     let area = chart.plotting_area();
-    for (i, m) in markers() {
-        match m.kind {
-            MarkerKind::Warning => draw_warning(area, (m.t_min, m.y), series_color(i))?,
-            MarkerKind::Stop => draw_stop(area, (m.t_min, m.y), series_color(i))?,
+    for kind in [MarkerKind::Stop, MarkerKind::Warning] {
+        for (i, m) in markers().filter(|(_, m)| m.kind == kind) {
+            match kind {
+                MarkerKind::Warning => draw_warning(area, at(m.t_min, m.y), series_color(i))?,
+                MarkerKind::Stop => draw_stop(area, at(m.t_min, m.y), series_color(i))?,
+            }
         }
     }
     if lines.iter().all(|l| l.is_empty()) && markers().next().is_none() {

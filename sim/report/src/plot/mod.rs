@@ -1,8 +1,9 @@
 //! Charts of simulated runs, written as SVG (for reports and diffs) and PNG (for quick looks).
 //!
 //! Plain data in, files out: the callers (the CLI and sweeps) turn traces into [`Series`],
-//! [`TimelineRow`]s, heatmap cells or [`ParetoPoint`]s, so this module knows nothing of the
-//! engine. Times are minutes of virtual time and money is dollars.
+//! [`TimelineRow`]s, [`BudgetLine`]s, heatmap cells or [`ParetoPoint`]s, so this module knows
+//! nothing of the engine. Times are minutes of virtual time and money is dollars; a
+//! [`TimeAxis`] can draw long idle stretches as narrow, labelled breaks.
 //!
 //! Rendering needs no system library: plotters draws text with `ab_glyph` from the DejaVu font
 //! embedded in the binary, so the same inputs give byte-identical files on every machine.
@@ -18,9 +19,12 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use crate::output::write_atomic;
+use axis::*;
 use crisp::CrispText;
 use style::*;
 
+mod axis;
+mod budget;
 mod crisp;
 mod heatmap;
 mod lines;
@@ -30,10 +34,12 @@ mod style;
 mod tests;
 mod timeline;
 
+pub use axis::{IdleBreak, TimeAxis};
+pub use budget::{BudgetLine, budget_used_over_time};
 pub use heatmap::{heatmap, heatmap_row};
-pub use lines::{budget_over_time, cost_over_time};
+pub use lines::{budget_over_time, cost_over_time, cost_over_time_on};
 pub use pareto::pareto;
-pub use timeline::agent_timeline;
+pub use timeline::{agent_timeline, agent_timeline_on};
 
 /// Width of every PNG (and of the SVG canvas), in pixels: wide enough for a legend panel.
 pub const WIDTH: u32 = 1200;
@@ -57,6 +63,9 @@ pub enum PlotError {
     /// Heatmap cells must match the labels, or values would land in the wrong place.
     #[error("heatmap shape mismatch: {0}")]
     Shape(String),
+    /// Run labels must match the runs, and their slugs must name distinct files.
+    #[error("run labels: {0}")]
+    Labels(String),
     /// plotters failed while drawing.
     #[error("drawing failed: {0}")]
     Draw(String),

@@ -165,6 +165,14 @@ pub(super) enum Swatch {
     Cross(RGBColor),
     Rect(RGBColor),
     Dot(RGBColor),
+    /// A line of a given width.
+    Wide(RGBColor, u32),
+    /// A dashed line (a limit).
+    Dashed(RGBColor),
+    /// Short lines in each shade of a family, darkest first.
+    Ramp(Vec<RGBColor>),
+    /// No swatch: the label continues the entry above.
+    Blank,
 }
 
 pub(super) struct LegendEntry {
@@ -248,7 +256,7 @@ pub(super) fn draw_swatch<DB: DrawingBackend>(
             area.draw(&Circle::new((cx, y), 6, BLACK.stroke_width(1)))
                 .map_err(draw_err)
         }
-        Swatch::Triangle(c) => draw_warning(area, (cx, y + 13), c),
+        Swatch::Triangle(c) => warning_triangle(area, (cx, y + WARN_BASE + WARN_HEIGHT / 2), c),
         Swatch::Cross(c) => draw_stop(area, (cx, y), c),
         Swatch::Rect(c) => {
             area.draw(&Rectangle::new(
@@ -265,11 +273,50 @@ pub(super) fn draw_swatch<DB: DrawingBackend>(
         Swatch::Dot(c) => area
             .draw(&Circle::new((cx, y), 5, c.filled()))
             .map_err(draw_err),
+        Swatch::Wide(c, w) => area
+            .draw(&PathElement::new(
+                vec![(x, y), (x + 30, y)],
+                c.stroke_width(w),
+            ))
+            .map_err(draw_err),
+        Swatch::Dashed(c) => {
+            for k in 0..3 {
+                area.draw(&PathElement::new(
+                    vec![(x + 12 * k, y), (x + 12 * k + 7, y)],
+                    c.stroke_width(2),
+                ))
+                .map_err(draw_err)?;
+            }
+            Ok(())
+        }
+        Swatch::Ramp(ref shades) => {
+            let n = shades.len().max(1) as i32;
+            for (k, c) in shades.iter().enumerate() {
+                let k = k as i32;
+                let (a, b) = (x + 30 * k / n, x + 30 * (k + 1) / n);
+                area.draw(&Rectangle::new([(a, y - 6), (b, y + 6)], c.filled()))
+                    .map_err(draw_err)?;
+            }
+            Ok(())
+        }
+        Swatch::Blank => Ok(()),
     }
 }
 
-/// A warning: a filled triangle standing just above its anchor, so it doesn't hide a stop
-/// drawn a few pixels away.
+/// Half the length of a stop's cross arm (its outline), in pixels.
+const STOP_ARM: i32 = 8;
+/// How far a stop's cross reaches from its anchor, outline (5 px wide) included, in pixels.
+const STOP_REACH: i32 = STOP_ARM + 3;
+/// How far above its anchor a warning's triangle starts (its base), in pixels: clear of a stop's
+/// cross at the same place, joined to the anchor by a thin stem.
+pub(super) const WARN_BASE: i32 = 15;
+/// The height of a warning's triangle, in pixels.
+pub(super) const WARN_HEIGHT: i32 = 14;
+// A warning and a stop at one place: the triangle stays clear of the cross.
+const _: () = assert!(WARN_BASE > STOP_REACH);
+
+/// A warning: a filled triangle on a short stem above its anchor, so a stop at the same place
+/// (a cross on the anchor, drawn first) leaves it whole.
 pub(super) fn draw_warning<DB, CT>(
     area: &DrawingArea<DB, CT>,
     at: CT::From,
@@ -280,7 +327,28 @@ where
     CT: CoordTranslate,
     CT::From: Clone,
 {
-    let tri = vec![(0, -24), (-8, -10), (8, -10)];
+    let stem = vec![(0, -3), (0, -WARN_BASE)];
+    area.draw(&(EmptyElement::at(at.clone()) + PathElement::new(stem, INK.stroke_width(1))))
+        .map_err(draw_err)?;
+    warning_triangle(area, at, c)
+}
+
+/// A warning's triangle alone (the legend's swatch).
+fn warning_triangle<DB, CT>(
+    area: &DrawingArea<DB, CT>,
+    at: CT::From,
+    c: RGBColor,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate,
+    CT::From: Clone,
+{
+    let tri = vec![
+        (0, -WARN_BASE - WARN_HEIGHT),
+        (-8, -WARN_BASE),
+        (8, -WARN_BASE),
+    ];
     let mut outline = tri.clone();
     outline.push(tri[0]);
     area.draw(&(EmptyElement::at(at.clone()) + Polygon::new(tri, c.filled())))
@@ -300,7 +368,10 @@ where
     CT: CoordTranslate,
     CT::From: Clone,
 {
-    for (arm, style) in [(8, INK.stroke_width(5)), (7, c.stroke_width(3))] {
+    for (arm, style) in [
+        (STOP_ARM, INK.stroke_width(5)),
+        (STOP_ARM - 1, c.stroke_width(3)),
+    ] {
         area.draw(
             &(EmptyElement::at(at.clone())
                 + PathElement::new(vec![(-arm, -arm), (arm, arm)], style)

@@ -367,6 +367,10 @@ fn same_inputs_give_byte_identical_files() {
         Box::new(|d| cost_over_time(d, "c", "cost", &sample_cost())),
         Box::new(|d| budget_over_time(d, "b", "budget", &sample_budget())),
         Box::new(|d| agent_timeline(d, "t", "timeline", &sample_timeline(11))),
+        Box::new(|d| {
+            let axis = TimeAxis::compress_idle(&[(0.0, 30.0), (2000.0, 2084.0)], 2100.0);
+            budget_used_over_time(d, "u", "used", &sample_budget_lines(), &axis)
+        }),
         Box::new(|d| heatmap_sample(d, "h", "heat")),
         Box::new(|d| pareto(d, "p", "pareto", "x (%)", "y ($)", &sample_pareto())),
     ];
@@ -530,7 +534,17 @@ fn render_samples() {
         )
         .unwrap(),
     );
-    assert_eq!(written.len(), 14);
+    written.extend(
+        budget_used_over_time(
+            &dir,
+            "budget_used",
+            "Iterations used: a parent and 10 workers",
+            &sample_budget_lines(),
+            &TimeAxis::linear(84.0),
+        )
+        .unwrap(),
+    );
+    assert_eq!(written.len(), 16);
     assert!(written.iter().all(|p| p.exists()));
     if keep.is_none() {
         std::fs::remove_dir_all(dir).unwrap();
@@ -589,5 +603,155 @@ fn one_row_heatmap_has_no_y_tick_and_rejects_a_wrong_length() {
     );
     let err = heatmap_row(&dir, "bad", "t", "x", &xs, &[None], "v", false);
     assert!(matches!(err, Err(PlotError::Shape(_))), "{err:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_two_day_idle_gap_becomes_a_narrow_break() {
+    let axis = TimeAxis::compress_idle(&[(0.0, 3.0), (2.5, 5.0), (2880.0, 2885.0)], 2885.0);
+    assert_eq!(
+        axis.breaks(),
+        [IdleBreak {
+            from_min: 5.0,
+            to_min: 2880.0
+        }]
+    );
+    // 10 active minutes and a break 3% of them wide, not 2 days.
+    assert!(
+        (axis.drawn_end() - 10.3).abs() < 1e-9,
+        "{}",
+        axis.drawn_end()
+    );
+    assert!((axis.to_drawn(2880.0) - 5.3).abs() < 1e-9);
+    assert!((axis.to_drawn(2882.0) - 7.3).abs() < 1e-9);
+    assert_eq!(axis.to_drawn(4.0), 4.0);
+    assert_eq!(axis.end_min(), 2885.0);
+    // Ticks name real times, and none sits inside the break.
+    let ticks = axis.ticks();
+    assert!(ticks.iter().any(|t| t.1 == "2d 00:00"), "{ticks:?}");
+    assert!(ticks.iter().any(|t| t.1 == "0d 00:02"), "{ticks:?}");
+    assert!(ticks.iter().all(|t| t.0 <= 5.0 || t.0 >= 5.3 - 1e-9));
+    assert!(ticks.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(axis.desc(), "virtual time (days, h:mm)");
+    assert_eq!(idle_label(2875.0), "2.0 d idle");
+}
+
+#[test]
+fn only_long_gaps_are_compressed() {
+    let gaps = |busy: &[(f64, f64)], end: f64| TimeAxis::compress_idle(busy, end).breaks().len();
+    // Always busy (the incident's parent): one scale.
+    assert_eq!(gaps(&[(0.0, 84.0)], 84.0), 0);
+    // 8 minutes idle is under 10 minutes.
+    assert_eq!(gaps(&[(0.0, 30.0), (38.0, 60.0)], 60.0), 0);
+    // 15 idle minutes in 200 active ones is under 20% of them.
+    assert_eq!(gaps(&[(0.0, 100.0), (115.0, 215.0)], 215.0), 0);
+    // 50 idle minutes against 100 active ones is not.
+    assert_eq!(gaps(&[(0.0, 50.0), (100.0, 150.0)], 150.0), 1);
+    // A late start and a long idle tail are breaks too.
+    let late = TimeAxis::compress_idle(&[(600.0, 610.0)], 1200.0);
+    assert_eq!(
+        late.breaks(),
+        [
+            IdleBreak {
+                from_min: 0.0,
+                to_min: 600.0
+            },
+            IdleBreak {
+                from_min: 610.0,
+                to_min: 1200.0
+            }
+        ]
+    );
+    // Nothing at all, or nonsense: a plain axis.
+    assert_eq!(gaps(&[], 30.0), 0);
+    assert_eq!(gaps(&[(f64::NAN, 1.0)], f64::INFINITY), 0);
+}
+
+#[test]
+fn linear_axis_ticks_are_round_minutes() {
+    let axis = TimeAxis::linear(84.0);
+    let labels: Vec<String> = axis.ticks().into_iter().map(|t| t.1).collect();
+    assert_eq!(
+        labels,
+        ["0", "10", "20", "30", "40", "50", "60", "70", "80"]
+    );
+    assert_eq!(axis.desc(), "virtual time (min)");
+    let hours: Vec<String> = TimeAxis::linear(300.0)
+        .ticks()
+        .into_iter()
+        .map(|t| t.1)
+        .collect();
+    assert_eq!(hours, ["0:00", "1:00", "2:00", "3:00", "4:00", "5:00"]);
+}
+
+#[test]
+fn timeline_with_a_two_day_gap_marks_the_break() {
+    let dir = scratch("timeline-gap");
+    let rows = [TimelineRow {
+        agent: "parent".into(),
+        spans: vec![
+            (0.0, 2.0, SpanKind::Model),
+            (2.0, 2.5, SpanKind::Tool),
+            (2880.0, 2882.0, SpanKind::Model),
+        ],
+    }];
+    let paths = agent_timeline(&dir, "t", "Two turns", &rows).unwrap();
+    check_outputs(&dir, "t", "Two turns", &paths);
+    let svg = std::fs::read_to_string(&paths[0]).unwrap();
+    assert!(svg.contains("2.0 d idle") && svg.contains("2d 00:00"));
+    assert!(!svg.contains(">\n500\n<"), "no tick at minute 500");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn sample_budget_lines() -> Vec<BudgetLine> {
+    let mut out = vec![BudgetLine {
+        agent: "parent".into(),
+        family: "parent".into(),
+        points: vec![(0.0, 0.0), (10.0, 40.0), (84.0, 48.0)],
+        cap: None,
+    }];
+    for c in 1..=10u32 {
+        let start = 20.0 + f64::from(c) * 0.3;
+        out.push(BudgetLine {
+            agent: format!("worker#{c}"),
+            family: "worker".into(),
+            points: vec![
+                (start, 0.0),
+                (start + 9.0, 20.0 + f64::from(c)),
+                (84.0, 21.0),
+            ],
+            cap: Some(50.0),
+        });
+    }
+    out
+}
+
+#[test]
+fn budget_chart_groups_a_family_in_shades_with_caps() {
+    let dir = scratch("budget-used");
+    let title = "Iterations used per turn";
+    let axis = TimeAxis::linear(84.0);
+    let paths = budget_used_over_time(&dir, "b", title, &sample_budget_lines(), &axis).unwrap();
+    check_outputs(&dir, "b", title, &paths);
+    let svg = std::fs::read_to_string(&paths[0]).unwrap();
+    // The family's legend entry, and its cap's label.
+    assert_eq!(svg.matches("worker (10)").count(), 2);
+    for text in [
+        "parent (no cap)",
+        "#1 dark … #10 light",
+        "cap 50: worker (10)",
+        "iterations used (this turn)",
+    ] {
+        assert_eq!(svg.matches(text).count(), 1, "{text:?} once");
+    }
+    assert!(!svg.contains("worker#2"), "one legend entry for the family");
+    let mut shades: Vec<(u8, u8, u8)> = (0..10)
+        .map(|j| {
+            let c = budget::shade(series_color(1), j, 10);
+            (c.0, c.1, c.2)
+        })
+        .collect();
+    shades.dedup();
+    assert_eq!(shades.len(), 10, "ten distinct shades");
     std::fs::remove_dir_all(dir).unwrap();
 }

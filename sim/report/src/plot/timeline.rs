@@ -6,18 +6,35 @@ use plotters::prelude::*;
 use super::*;
 
 /// Shows where each agent's time went (model, tool, waiting), so idle children and serial
-/// bottlenecks stand out; up to about 50 lanes stay legible.
+/// bottlenecks stand out; up to about 50 lanes stay legible. Long stretches with no span in
+/// any lane are drawn as narrow labelled breaks ([`TimeAxis::compress_idle`]).
 pub fn agent_timeline(
     dir: &Path,
     stem: &str,
     title: &str,
     rows: &[TimelineRow],
 ) -> Result<Vec<PathBuf>, PlotError> {
+    let busy: Vec<(f64, f64)> = rows
+        .iter()
+        .flat_map(|r| r.spans.iter().map(|s| (s.0, s.1)))
+        .collect();
+    let axis = TimeAxis::compress_idle(&busy, 0.0);
+    agent_timeline_on(dir, stem, title, rows, &axis)
+}
+
+/// [`agent_timeline`] on a given time axis (e.g. the one the run's other charts use).
+pub fn agent_timeline_on(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    rows: &[TimelineRow],
+    axis: &TimeAxis,
+) -> Result<Vec<PathBuf>, PlotError> {
     render(
         dir,
         stem,
-        |root| draw_timeline(root, title, rows),
-        |root| draw_timeline(root, title, rows),
+        |root| draw_timeline(root, title, rows, axis),
+        |root| draw_timeline(root, title, rows, axis),
     )
 }
 
@@ -33,6 +50,7 @@ pub(super) fn draw_timeline<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     rows: &[TimelineRow],
+    axis: &TimeAxis,
 ) -> Result<(), PlotError> {
     let (plot, side) = frame(root, title)?;
     let n = rows.len();
@@ -45,10 +63,11 @@ pub(super) fn draw_timeline<DB: DrawingBackend>(
             r.spans
                 .iter()
                 .filter(|s| finite((s.0, s.1)))
-                .map(move |&(a, b, k)| (lane, a.min(b), a.max(b), k))
+                .map(move |&(a, b, k)| (lane, axis.to_drawn(a.min(b)), axis.to_drawn(a.max(b)), k))
         })
         .collect();
-    let x = range_of(spans.iter().flat_map(|s| [s.1, s.2]), true, 0.01);
+    let (x_axis, ticks) = x_axis(axis, 0.01);
+    let x = x_axis.range.clone();
     let lanes = n.max(1) as f64;
     let plot_h = f64::from(plot.dim_in_pixel().1) - 2.0 * 18.0 - 60.0;
     let label_size = (plot_h / lanes * 0.75).clamp(8.0, 15.0);
@@ -63,7 +82,7 @@ pub(super) fn draw_timeline<DB: DrawingBackend>(
         .margin(18)
         .x_label_area_size(60)
         .y_label_area_size(label_w + 50)
-        .build_cartesian_2d(x.clone(), Bands(n))
+        .build_cartesian_2d(x_axis, Bands(n))
         .map_err(draw_err)?;
     chart
         .draw_series((0..n).filter(|l| l % 2 == 1).map(|l| {
@@ -74,7 +93,7 @@ pub(super) fn draw_timeline<DB: DrawingBackend>(
             )
         }))
         .map_err(draw_err)?;
-    let x_fmt = |v: &f64| fmt_plain(*v);
+    let x_fmt = |v: &f64| tick_label(&ticks, *v);
     let y_fmt = |v: &f64| {
         let lane = v.floor().max(0.0) as usize;
         n.checked_sub(lane + 1)
@@ -85,7 +104,7 @@ pub(super) fn draw_timeline<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .x_desc("virtual time (min)")
+        .x_desc(axis.desc())
         .y_desc("agent")
         .label_style(text(15).color(&INK))
         .y_label_style(text(label_size).color(&INK))
@@ -97,6 +116,7 @@ pub(super) fn draw_timeline<DB: DrawingBackend>(
         .y_label_formatter(&y_fmt)
         .draw()
         .map_err(draw_err)?;
+    draw_breaks(&chart.plotting_area().strip_coord_spec(), axis, &x)?;
     chart
         .draw_series(spans.iter().map(|&(lane, a, b, k)| {
             Rectangle::new([(a, lane + 0.2), (b, lane + 0.8)], span_color(k).filled())
