@@ -135,13 +135,38 @@ fn spin_wait_is_stopped_by_hermes_main_on_telegram_at_spin_call_5() {
         "{t}"
     );
     assert!(t.contains("saved: 35 calls"), "{t}");
-    let md = std::fs::read_to_string(dir.join("reports/hermes-spin-1-what-if/summary.md")).unwrap();
+    let report = dir.join("reports/hermes-spin-1-what-if-hermes-main");
+    let md = std::fs::read_to_string(report.join("summary.md")).unwrap();
     assert!(
-        md.contains("What each engine would have saved (against recorded)"),
+        md.contains("What each run would have saved (against recorded (telegram))"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| what if (hermes-main telegram) | 35 |"),
         "{md}"
     );
     assert!(md.contains("agent.log"), "{md}");
-    assert!(dir.join("reports/hermes-spin-1-what-if/cost.png").exists());
+    assert!(report.join("cost.png").exists());
+    // The what-if's own timeline and budget sit beside the recorded run's.
+    for stem in ["timeline", "budget"] {
+        assert!(
+            report
+                .join(format!("{stem}-what-if-hermes-main-telegram.png"))
+                .exists(),
+            "{stem}"
+        );
+        let a = std::fs::read(report.join(format!("{stem}.png"))).unwrap();
+        let b =
+            std::fs::read(report.join(format!("{stem}-what-if-hermes-main-telegram.png"))).unwrap();
+        assert_ne!(a, b, "the what-if {stem} plot draws the what-if run");
+    }
+    // Its rerun line reproduces exactly this what-if.
+    assert!(
+        t.contains(&format!(
+            "rerun: loopsim replay {trace} --profile hermes-main"
+        )),
+        "{t}"
+    );
     // On the CLI (attended) hermes-main only warns: nothing saved.
     let (cli, _) = what_if(
         &dir,
@@ -215,10 +240,7 @@ fn recorded_refusal_and_warnings_match_the_built_in_0_19_engine() {
         &dir,
         &[trace, "--profile", "hermes-0.19.0", "--config", "hard.yaml"],
     );
-    assert!(
-        same.contains("first divergence at trace line none"),
-        "{same}"
-    );
+    assert!(same.contains("no divergence: the same events"), "{same}");
     assert!(
         same.contains("call 6 (idempotent_no_progress_block)"),
         "{same}"
@@ -255,10 +277,7 @@ fn newer_hermes_notices_and_streak_halt_are_read_back_and_match_hermes_main() {
     let trace = "imported/hermes-spin-newer-1/trace.jsonl";
     // The recorded notices and halt are exactly what loopsim's hermes-main engine does.
     let (same, _) = what_if(&dir, &[trace, "--profile", "hermes-main"]);
-    assert!(
-        same.contains("first divergence at trace line none"),
-        "{same}"
-    );
+    assert!(same.contains("no divergence: the same events"), "{same}");
     assert!(
         same.contains("call 4 | call 6 (identical_call_streak_halt)"),
         "{same}"

@@ -151,7 +151,7 @@ fn a_run_report_has_its_files_plots_and_comparison() {
     }
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(
-        md.contains("## What each engine would have saved (against hermes-v0.21.5)"),
+        md.contains("## What each run would have saved (against hermes-v0.21.5 telegram)"),
         "{md}"
     );
     assert!(md.contains("| hermes-main telegram |"));
@@ -161,7 +161,26 @@ fn a_run_report_has_its_files_plots_and_comparison() {
     for key in ["summary", "expectations", "compared", "metrics"] {
         assert!(json.get(key).is_some(), "summary.json has {key}");
     }
-    assert_eq!(json["compared"][0]["profile"], "hermes-main");
+    assert_eq!(json["compared"][0]["summary"]["profile"], "hermes-main");
+    // The settings each run used are in the report: why hard stops were on, and the rule.
+    let settings = &json["summary"]["settings"];
+    // The incident's version had hard stops on too: it hashed execute_code's whole result.
+    assert_eq!(settings["hard_stops"], true);
+    assert_eq!(settings["result_hashing"], "whole result");
+    assert_eq!(settings["hard_stop_after"]["idempotent_no_progress"], 5);
+    let main = &json["compared"][0]["summary"]["settings"];
+    assert_eq!(
+        main["result_hashing"],
+        "execute_code volatile fields dropped"
+    );
+    assert!(
+        main["hard_stop_rule"]
+            .as_str()
+            .unwrap()
+            .contains("telegram is unattended"),
+        "{main}"
+    );
+    assert!(md.contains("| hard stops | "), "the settings table: {md}");
     assert_eq!(
         json["metrics"][1]["stop_code"],
         "identical_call_streak_halt"
@@ -189,9 +208,9 @@ fn a_run_report_has_its_files_plots_and_comparison() {
 
 const GRID: [&str; 8] = [
     "--grid",
-    "tool_loop_guardrails.hard_stop_after.idempotent_no_progress=2..6",
+    "tool_loop_guardrails.hard_stop_after.idempotent_no_progress=2..=6",
     "--grid",
-    "tool_loop_guardrails.warn_after.idempotent_no_progress=1..2",
+    "tool_loop_guardrails.warn_after.idempotent_no_progress=1..=2",
     "--seeds",
     "0..3",
     "--platform",
@@ -340,8 +359,91 @@ fn bad_sweep_arguments_are_usage_errors() {
             "--grid `nokey`: expected KEY=VALUES",
         ),
         (
-            vec!["sweep", "--grid", "a.b=5..1", "--out", o],
-            "a range needs START <= END",
+            vec![
+                "sweep",
+                "--grid",
+                "tool_loop_guardrails.hard_stop_after.exact_failure=5..1",
+                "--out",
+                o,
+            ],
+            "`5..1` is empty",
+        ),
+        (
+            vec![
+                "sweep",
+                "--grid",
+                "tool_loop_guardrails.hard_stop_afterr.idempotent_no_progress=2..4",
+                "--out",
+                o,
+            ],
+            "did you mean `tool_loop_guardrails.hard_stop_after.idempotent_no_progress`?",
+        ),
+        (
+            vec![
+                "sweep",
+                "--grid",
+                "tool_loop_guardrails.hard_stop_after.idempotent_no_progress=foo,bar",
+                "--out",
+                o,
+            ],
+            "`foo`: expected an integer >= 1",
+        ),
+        (
+            vec![
+                "sweep",
+                "--grid",
+                "tool_loop_guardrails.hard_stop_after.idempotent_no_progress=0..=2",
+                "--out",
+                o,
+            ],
+            "`0`: Hermes replaces values below 1 by the default",
+        ),
+        (
+            vec![
+                "sweep",
+                "--grid",
+                "tool_loop_guardrails.hard_stop_enabled=yes,no",
+                "--out",
+                o,
+            ],
+            "`yes`: expected true or false",
+        ),
+        (
+            vec![
+                "sweep",
+                "--grid",
+                "tool_loop_guardrails.warn_after.exact_failure=2,3",
+                "--grid",
+                "tool_loop_guardrails.warn_after.exact_failure=4",
+                "--out",
+                o,
+            ],
+            "the same key is given twice",
+        ),
+        (
+            vec![
+                "sweep",
+                "--grid",
+                "tool_loop_guardrails.warn_after.exact_failure=2,3",
+                "--grid",
+                "tool_loop_guardrails.exact_failure_warn_after=4",
+                "--out",
+                o,
+            ],
+            "are one setting (the nested key wins)",
+        ),
+        (
+            vec![
+                "sweep",
+                "scenarios/read-only-no-progress.toml",
+                "--profiles",
+                "hermes-0.19.0",
+                "--grid",
+                "tool_loop_guardrails.loop_caps.max_web_searches=5,10",
+                "--out",
+                o,
+            ],
+            "no value changes the engine of any run: hermes-0.19.0 does not read `tool_loop_guardrails.loop_caps.max_web_searches`",
         ),
         (
             vec!["sweep", "--seeds", "9..3", "--out", o],
@@ -350,7 +452,7 @@ fn bad_sweep_arguments_are_usage_errors() {
         (vec!["sweep", "--shard", "3/2", "--out", o], "--shard `3/2`"),
         (
             vec!["sweep", "--profiles", "hermes-9", "--out", o],
-            "unknown profile `hermes-9`",
+            "--profiles `hermes-9`: unknown profile `hermes-9`",
         ),
         (
             vec![
@@ -362,7 +464,7 @@ fn bad_sweep_arguments_are_usage_errors() {
                 "--out",
                 o,
             ],
-            "config.agent.max_turns",
+            "--grid `agent.max_turns=lots`: `lots`: expected an integer",
         ),
     ] {
         let r = loopsim(&args, None);

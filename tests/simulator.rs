@@ -134,19 +134,35 @@ fn traces_replay_byte_for_byte_across_processes() {
         std::fs::read(out.join("two-call-cycle/trace.jsonl")).unwrap()
     );
 
-    // A tampered trace is caught at its line.
+    // An edited trace is bad input, caught by its hash before anything runs.
     let trace = out.join("web-search-flood/trace.jsonl");
     let text = std::fs::read_to_string(&trace).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     lines[5] = lines[5].replace("\"t_us\":", "\"t_us\":1");
     std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
     let o = loopsim(&["replay", trace.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("traces differ at line 6"),
+        String::from_utf8_lossy(&o.stderr).contains("hash mismatch"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // So is a truncated one, for a what-if too, naming the line it stops at.
+    let cut = text.lines().take(7).collect::<Vec<_>>().join("\n") + "\n";
+    std::fs::write(&trace, cut).unwrap();
+    for what_if in [false, true] {
+        let mut args = vec!["replay", trace.to_str().unwrap()];
+        if what_if {
+            args.extend(["--profile", "hermes-0.19.0"]);
+        }
+        let o = loopsim(&args);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(":7: truncated at line 7"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     std::fs::remove_dir_all(out).unwrap();
 }
 
@@ -347,12 +363,12 @@ fn bad_scenarios_name_file_line_and_key() {
         (
             "unknown-key",
             GOOD.replace("output_tokens = 10", "output_tokens = 10\ncolour = 3"),
-            ":9: colour: unknown field `colour`",
+            ":9: models.m.colour: unknown key; unknown field `colour`",
         ),
         (
             "wrong-type",
             GOOD.replace("latency_s = 0.5", "latency_s = \"slow\""),
-            ":11: latency_s: expected a number or { uniform | normal | lognormal = [a, b] }, found a string",
+            ":11: tools.read_file.latency_s: expected a number or { uniform | normal | lognormal = [a, b] }, found a string",
         ),
         (
             "negative-latency",
@@ -408,7 +424,7 @@ fn bad_scenarios_name_file_line_and_key() {
         (
             "missing-field",
             GOOD.replace("provenance = \"test\"\n", ""),
-            ": provenance: missing field `provenance`",
+            ": provenance: missing: missing field `provenance`",
         ),
         (
             "bad-config",
@@ -464,10 +480,14 @@ fn bad_scenarios_name_file_line_and_key() {
             "models.m.price.unknown: a price cannot be both unknown and given",
         ),
     ];
+    let mut wrong = Vec::new();
     for (name, text, want) in cases {
         let err = bad(name, &text);
-        assert!(err.contains(want), "{name}: expected `{want}` in: {err}");
+        if !err.contains(want) {
+            wrong.push(format!("{name}: expected `{want}` in: {err}"));
+        }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     let missing = loopsim(&["run", "scenarios/does-not-exist.toml"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read"));

@@ -54,7 +54,21 @@ pub fn stage(
         .with_context(ctx)?;
     let staging = out.staging_dir(dir).with_context(ctx)?;
     let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
-    plots::run_plots(&staging, &summaries).with_context(ctx)?; // MERGE-PLOTS
+    let mut labels: Vec<plots::RunLabel> = Vec::new();
+    for r in runs {
+        let base = slug(&r.label);
+        let mut s = base.clone();
+        let mut n = 1;
+        while labels.iter().any(|l| l.slug == s) {
+            n += 1;
+            s = format!("{base}-{n}");
+        }
+        labels.push(plots::RunLabel {
+            label: r.label.clone(),
+            slug: s,
+        });
+    }
+    plots::run_plots_labeled(&staging, &summaries, &labels).with_context(ctx)?;
     let plot_files = out.adopt(&staging, dir).with_context(ctx)?;
     let lean: Vec<ReportRun> = runs
         .iter()

@@ -92,11 +92,12 @@ fn parse_fraction(s: &str) -> Result<f64> {
     Ok(v)
 }
 
-/// The baseline's scenarios, found by name: in the suite (preferring the version with the
-/// recorded hash), else at the path the baseline recorded if its content matches, else the
-/// suite's scenario of that name (a changed scenario is reported by the gate).
+/// The baseline's scenarios, found by name: with `--suite DIR`, in that folder; otherwise at
+/// the path the baseline recorded if a scenario of that name is there, else in the suite
+/// (`./scenarios` or the built-in one). A scenario whose content changed since the baseline
+/// is run as it is now and reported by the gate.
 fn baseline_scenarios(b: &check::Baseline, suite: Option<&Path>) -> Result<Vec<Scenario>> {
-    let available = inputs::suite(suite).unwrap_or_default();
+    let available = inputs::suite(suite)?;
     let mut out = Vec::new();
     for name in b.scenario_names() {
         let entry = b
@@ -104,27 +105,20 @@ fn baseline_scenarios(b: &check::Baseline, suite: Option<&Path>) -> Result<Vec<S
             .iter()
             .find(|e| e.scenario == name)
             .expect("named");
-        let in_suite = available.iter().find(|s| s.file.name == name);
-        let found = match in_suite {
-            Some(s) if s.content_hash.hex() == entry.scenario_hash => Some(s.clone()),
-            _ => {
-                let at = Path::new(&entry.path);
-                let on_disk = at
-                    .exists()
-                    .then(|| inputs::scenario(at).ok())
-                    .flatten()
-                    .filter(|s| s.file.name == name);
-                match on_disk {
-                    Some(s) if s.content_hash.hex() == entry.scenario_hash => Some(s),
-                    other => in_suite.cloned().or(other),
-                }
-            }
-        };
-        match found {
+        let at = Path::new(&entry.path);
+        let recorded = (suite.is_none() && at.is_file())
+            .then(|| inputs::scenario(at))
+            .transpose()?
+            .filter(|s| s.file.name == name);
+        match recorded.or_else(|| available.iter().find(|s| s.file.name == name).cloned()) {
             Some(s) => out.push(s),
             None => bail!(
-                "the baseline's scenario `{name}` is neither in the suite nor at {} (give --suite DIR)",
-                entry.path
+                "the baseline's scenario `{name}` is not in the suite{} (give --suite DIR)",
+                if suite.is_none() {
+                    format!(" nor at {}", entry.path)
+                } else {
+                    String::new()
+                }
             ),
         }
     }

@@ -25,8 +25,9 @@ use crate::run_to_memory;
 /// the hash the trace recorded.
 fn trace_scenario(h: &Header, shown: &str, trace_path: &Path) -> Result<Scenario> {
     let sc = match &h.scenario_text {
-        Some(text) => Scenario::parse(text, &format!("{shown} (its scenario {})", h.scenario_path))
-            .with_context(|| format!("{shown}:1: the embedded scenario"))?,
+        // Parsed under its own path, so the replayed header is the recorded one.
+        Some(text) => Scenario::parse(text, &h.scenario_path)
+            .with_context(|| format!("{shown}:1: the scenario the trace carries"))?,
         None => {
             let named = PathBuf::from(&h.scenario_path);
             let beside = trace_path.parent().map(|d| d.join(&named));
@@ -169,11 +170,12 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         .cloned()
         .unwrap_or_else(|| what_if_dir(&sc.file.name, engine));
     let label_of = |s: &RunSummary, what: &str| {
-        format!(
-            "{what} ({} {})",
-            if s.recorded { "recorded" } else { &s.profile },
-            s.platform.as_deref().unwrap_or("-")
-        )
+        let platform = s.platform.as_deref().unwrap_or("no platform");
+        if s.recorded {
+            format!("{what} ({platform})")
+        } else {
+            format!("{what} ({} {platform})", s.profile)
+        }
     };
     let runs = vec![
         ReportRun {

@@ -527,6 +527,7 @@ mod tests {
             scenario_hash: String::new(),
             label: Default::default(),
             config_hash: String::new(),
+            settings: None,
             seed: 0,
             profile: profile.into(),
             platform: platform.map(String::from),
@@ -826,6 +827,7 @@ mod tests {
             scenarios: vec![],
             profiles: vec![],
             platform: None,
+            config: None,
             axes: vec![Axis {
                 key: "tool_loop_guardrails.hard_stop_after.idempotent_no_progress".into(),
                 values: ["2", "3", "4", "5", "6"].map(String::from).to_vec(),

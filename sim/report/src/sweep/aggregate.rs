@@ -302,11 +302,11 @@ pub fn to_csv(keys: &[&str], aggs: &[Aggregate]) -> Result<Vec<u8>, csv::Error> 
             a.waste_min_p95,
             a.never_stopped,
         ] {
-            row.push(f.to_string());
+            row.push(format!("{f:?}"));
         }
         row.push(a.healthy_runs.to_string());
-        row.push(a.false_stop_rate.to_string());
-        row.push(a.saved_usd_mean.to_string());
+        row.push(format!("{:?}", a.false_stop_rate));
+        row.push(format!("{:?}", a.saved_usd_mean));
         row.push(a.pareto.to_string());
         w.write_record(&row)?;
     }

@@ -527,7 +527,10 @@ fn toml_error(e: &toml::de::Error, spans: &SpanTree, text: &str, file: &str) -> 
         (path, format!("unknown key{hint}; {msg}"))
     } else if msg.starts_with("missing field") {
         let name = quoted.unwrap_or_default();
-        (join(&inner, &name), format!("missing: {msg}"))
+        (
+            join(&spans.table_containing(&span), &name),
+            format!("missing: {msg}"),
+        )
     } else if msg.starts_with("duplicate key") {
         let name = text
             .get(span.clone())
@@ -541,10 +544,26 @@ fn toml_error(e: &toml::de::Error, spans: &SpanTree, text: &str, file: &str) -> 
             "duplicate key".to_string()
         };
         (path, message)
-    } else if inner.is_empty() {
-        ("toml".to_string(), msg)
     } else {
-        (inner, msg)
+        // The `key =` on the offending line, below the innermost key found.
+        let line_text = text[..at].rsplit('\n').next().unwrap_or("");
+        let line_key = line_text
+            .split_once('=')
+            .map(|(k, _)| {
+                k.trim()
+                    .trim_start_matches(['{', '[', ','])
+                    .trim()
+                    .to_string()
+            })
+            .filter(|k| !k.is_empty() && !k.contains(' '))
+            .unwrap_or_default();
+        let key = match (inner.is_empty(), line_key.is_empty()) {
+            (true, true) => "toml".to_string(),
+            (true, false) => line_key,
+            (false, false) if !inner.ends_with(&line_key) => join(&inner, &line_key),
+            _ => inner,
+        };
+        (key, msg)
     };
     ScenarioError {
         file: file.to_string(),

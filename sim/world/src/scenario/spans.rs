@@ -181,6 +181,29 @@ impl SpanTree {
     }
 }
 
+impl SpanTree {
+    /// The path of the innermost table whose value spans all of `range` (where a missing
+    /// key belongs); empty for the top level.
+    pub(crate) fn table_containing(&self, range: &Range<usize>) -> String {
+        fn search(node: &SpanNode, range: &Range<usize>, path: &str) -> Option<String> {
+            let Kind::Table(entries) = &node.kind else {
+                return None;
+            };
+            entries.iter().find_map(|(k, _, v)| {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                let covers = v.span.start <= range.start && range.end <= v.span.end;
+                (covers && matches!(v.kind, Kind::Table(_)))
+                    .then(|| search(v, range, &p).unwrap_or(p))
+            })
+        }
+        search(&self.root, range, "").unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
