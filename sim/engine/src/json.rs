@@ -88,7 +88,7 @@ pub struct ParseError {
 
 /// Parses like `json.loads` on a `str` (given as WTF-8 bytes).
 pub fn parse(text: &[u8]) -> Result<Value, ParseError> {
-    parse_with(text, false)
+    parse_with::<false>(text)
 }
 
 /// Parses strict JSON from UTF-8 bytes: as [`parse`], but the `NaN`, `Infinity` and
@@ -96,15 +96,11 @@ pub fn parse(text: &[u8]) -> Result<Value, ParseError> {
 /// surrogate can still be written as a `\ud800` escape). This is `json.loads` on the bytes
 /// decoded as strict UTF-8, with `parse_constant` refusing the three literals.
 pub fn parse_strict(text: &[u8]) -> Result<Value, ParseError> {
-    parse_with(text, true)
+    parse_with::<true>(text)
 }
 
-fn parse_with(text: &[u8], strict: bool) -> Result<Value, ParseError> {
-    let mut p = Parser {
-        s: text,
-        i: 0,
-        strict,
-    };
+fn parse_with<const STRICT: bool>(text: &[u8]) -> Result<Value, ParseError> {
+    let mut p = Parser::<STRICT> { s: text, i: 0 };
     if text.starts_with("\u{feff}".as_bytes()) {
         return Err(p.err("unexpected byte order mark"));
     }
@@ -117,14 +113,14 @@ fn parse_with(text: &[u8], strict: bool) -> Result<Value, ParseError> {
     Ok(v)
 }
 
-struct Parser<'a> {
+/// `STRICT`: strict JSON in UTF-8 (see [`parse_strict`]); a constant, so the lenient parser
+/// pays nothing for the checks.
+struct Parser<'a, const STRICT: bool> {
     s: &'a [u8],
     i: usize,
-    /// Strict JSON in UTF-8 (see [`parse_strict`]).
-    strict: bool,
 }
 
-impl Parser<'_> {
+impl<const STRICT: bool> Parser<'_, STRICT> {
     fn err(&self, reason: &'static str) -> ParseError {
         ParseError {
             offset: self.i,
@@ -162,13 +158,13 @@ impl Parser<'_> {
             Some(b'n') if self.eat(b"null") => Ok(Value::Null),
             Some(b't') if self.eat(b"true") => Ok(Value::Bool(true)),
             Some(b'f') if self.eat(b"false") => Ok(Value::Bool(false)),
-            Some(b'N') if self.strict && self.s[self.i..].starts_with(b"NaN") => {
+            Some(b'N') if STRICT && self.s[self.i..].starts_with(b"NaN") => {
                 Err(self.err("NaN is not JSON"))
             }
-            Some(b'I') if self.strict && self.s[self.i..].starts_with(b"Infinity") => {
+            Some(b'I') if STRICT && self.s[self.i..].starts_with(b"Infinity") => {
                 Err(self.err("Infinity is not JSON"))
             }
-            Some(b'-') if self.strict && self.s[self.i..].starts_with(b"-Infinity") => {
+            Some(b'-') if STRICT && self.s[self.i..].starts_with(b"-Infinity") => {
                 Err(self.err("-Infinity is not JSON"))
             }
             Some(b'N') if self.eat(b"NaN") => Ok(Value::Float(f64::NAN)),
@@ -264,8 +260,10 @@ impl Parser<'_> {
                 self.i += 1;
             }
             let run = &self.s[run_start..self.i];
-            // A run stops only at ASCII bytes, so it never splits a UTF-8 sequence.
-            if self.strict
+            // Only runs with a non-ASCII byte need checking. A run stops only at ASCII bytes,
+            // so it never splits a UTF-8 sequence.
+            if STRICT
+                && !run.is_ascii()
                 && let Err(e) = std::str::from_utf8(run)
             {
                 return Err(ParseError {
