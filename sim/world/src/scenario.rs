@@ -13,7 +13,7 @@ use loopsim_engine::delegation::ChildBudget;
 use loopsim_engine::guardrails::DecisionCode;
 use loopsim_engine::hash::Hash;
 use loopsim_engine::profile::ProfileName;
-use loopsim_engine::yaml::{Node, Yaml};
+use loopsim_engine::yaml::{KeyIndex, Node, Yaml};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -1023,10 +1023,14 @@ pub fn merge_nodes(base: &Node, over: &Node) -> Node {
     match (&base.value, &over.value) {
         (Yaml::Map(b), Yaml::Map(o)) => {
             let mut pairs: Vec<(Node, Node)> = b.clone();
+            let mut index = KeyIndex::new(&pairs);
             for (k, v) in o {
-                match pairs.iter_mut().find(|(bk, _)| bk.value == k.value) {
-                    Some(slot) => slot.1 = merge_nodes(&slot.1, v),
-                    None => pairs.push((k.clone(), v.clone())),
+                match index.find(&pairs, &k.value) {
+                    Some(pos) => pairs[pos].1 = merge_nodes(&pairs[pos].1, v),
+                    None => {
+                        index.add(&k.value, pairs.len());
+                        pairs.push((k.clone(), v.clone()));
+                    }
                 }
             }
             Node {
@@ -1070,4 +1074,32 @@ pub fn toml_to_node(v: &toml::Value) -> Node {
         toml::Value::Table(t) => return table_to_node(t),
     };
     Node { value, line: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_a_config_with_many_keys_is_not_quadratic() {
+        // 60,000 new keys: ~1.8 billion key comparisons if each were compared with all before.
+        let text: String = (0..60_000).map(|i| format!("k{i}: {i}\n")).collect();
+        let over = loopsim_engine::yaml::parse(&text).unwrap();
+        let base = loopsim_engine::yaml::parse("k5: {a: 1}\nz: 2\n").unwrap();
+        let merged = merge_nodes(&base, &over);
+        let Yaml::Map(pairs) = &merged.value else {
+            panic!("a mapping")
+        };
+        assert_eq!(pairs.len(), 60_001);
+        assert_eq!(merged.get("k5").unwrap().value, Yaml::Int(5));
+        assert_eq!(merged.get("z").unwrap().value, Yaml::Int(2));
+        // Mappings still merge key by key, the first equal key taking the value.
+        let deep = merge_nodes(
+            &loopsim_engine::yaml::parse("g: {a: 1, b: 2}\n").unwrap(),
+            &loopsim_engine::yaml::parse("g: {b: 3}\n").unwrap(),
+        );
+        let g = deep.get("g").unwrap();
+        assert_eq!(g.get("a").unwrap().value, Yaml::Int(1));
+        assert_eq!(g.get("b").unwrap().value, Yaml::Int(3));
+    }
 }
