@@ -20,6 +20,18 @@ fn loopsim(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+fn loopsim_bytes(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -43,6 +55,47 @@ fn guard_stops_at_a_malformed_line_with_its_number() {
         "answers before the bad line stay, whole: {out}"
     );
     assert!(out.ends_with('\n'));
+}
+
+#[test]
+fn guard_refuses_lines_that_are_not_strict_json_or_lack_a_field() {
+    let before = "{\"op\":\"before\",\"tool\":\"t\",\"args\":{}}\n";
+    for (line, want) in [
+        (
+            &b"{\"op\":\"after\",\"tool\":\"t\",\"args\":{}}"[..],
+            "line 2: missing field `result` (null is allowed)",
+        ),
+        (
+            b"{\"op\":\"after\",\"tool\":\"t\",\"result\":null}",
+            "line 2: missing field `args`",
+        ),
+        (
+            b"{\"op\":\"before\",\"tool\":\"t\"}",
+            "line 2: missing field `args`",
+        ),
+        (
+            b"{\"op\":\"before\",\"tool\":\"t\",\"args\":{\"x\":NaN}}",
+            "line 2: not JSON: invalid JSON at byte 38: NaN is not JSON",
+        ),
+        (
+            b"{\"op\":\"before\",\"tool\":\"t\",\"args\":[-Infinity]}",
+            "line 2: not JSON: invalid JSON at byte 34: -Infinity is not JSON",
+        ),
+        (
+            b"{\"op\":\"before\",\"tool\":\"t\",\"args\":\"\xfe\"}",
+            "line 2: not JSON: invalid JSON at byte 34: invalid UTF-8 in a string",
+        ),
+    ] {
+        let mut input = before.as_bytes().to_vec();
+        input.extend_from_slice(line);
+        input.extend_from_slice(b"\n{\"op\":\"reset\"}\n");
+        let o = loopsim_bytes(&["guard"], &input);
+        let shown = String::from_utf8_lossy(line);
+        assert_eq!(o.status.code(), Some(2), "{shown}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{shown}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //!    The package is installed into `target/hermes-venv` on first use (or taken from
 //!    `LOOPSIM_PYTHON`). Without Python or PyPI the live test is skipped with a loud message,
 //!    unless `LOOPSIM_REQUIRE_HERMES=1` (CI sets it), where it fails instead.
+//! 3. Malformed lines (missing fields, NaN/Infinity, bytes that are not UTF-8): the Python
+//!    driver and `loopsim guard` refuse the same ones with exit code 2.
 
 mod common;
 
@@ -213,4 +215,77 @@ fn live_hermes_0_19_0_controller_agrees_on_generated_streams() {
     }
     assert!(total >= 18_000, "only {total} answers compared");
     eprintln!("live Hermes 0.19.0 conformance: {total} answers identical");
+}
+
+/// Exit code, stdout and stderr of `cmd` fed `input`.
+fn outcome(cmd: &mut Command, input: &[u8]) -> (Option<i32>, Vec<u8>, String) {
+    let mut child = cmd
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    (
+        out.status.code(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn hermes_driver_and_loopsim_guard_refuse_the_same_lines() {
+    let Some(py) = hermes_python_or_skip("the malformed-line conformance test") else {
+        return;
+    };
+    let refused: [&[u8]; 9] = [
+        br#"{"op":"after","tool":"t","args":{}}"#,
+        br#"{"op":"after","tool":"t","result":null}"#,
+        br#"{"op":"before","tool":"t"}"#,
+        br#"{"op":"before","tool":"t","args":{"x":NaN}}"#,
+        br#"{"op":"before","tool":"t","args":[-Infinity]}"#,
+        br#"{"op":"before","tool":"t","args":Infinity}"#,
+        b"{\"op\":\"before\",\"tool\":\"t\",\"args\":\"\xfe\"}",
+        b"{\"op\":\"before\",\"tool\":\"t\",\"args\":\"\xed\xa0\x80\"}",
+        br#"{"op":"after","tool":"t","args":{},"result":null,"tool_call_id":null}"#,
+    ];
+    let accepted: [&[u8]; 3] = [
+        b"\x0b\x0c \t\r",
+        br#"{"op":"before","tool":"t","args":"\ud800"}"#,
+        br#"{"op":"after","tool":"t","args":{},"result":"[NaN, Infinity]"}"#,
+    ];
+    for (line, ok) in refused
+        .iter()
+        .map(|l| (l, false))
+        .chain(accepted.iter().map(|l| (l, true)))
+    {
+        let mut input = b"{\"op\":\"reset\"}\n".to_vec();
+        input.extend_from_slice(line);
+        input.push(b'\n');
+        let shown = String::from_utf8_lossy(line);
+        let hermes = outcome(
+            Command::new(&py).arg("tests/conformance/hermes_driver.py"),
+            &input,
+        );
+        let ours = outcome(
+            Command::new(env!("CARGO_BIN_EXE_loopsim")).args([
+                "guard",
+                "--profile",
+                "hermes-0.19.0",
+            ]),
+            &input,
+        );
+        let want = if ok { Some(0) } else { Some(2) };
+        assert_eq!(hermes.0, want, "driver on {shown}: {}", hermes.2);
+        assert_eq!(ours.0, want, "loopsim on {shown}: {}", ours.2);
+        assert_eq!(hermes.1, ours.1, "answers to {shown}");
+        if !ok {
+            assert!(ours.2.contains("line 2: "), "{shown}: {}", ours.2);
+        }
+    }
 }

@@ -587,3 +587,104 @@ fn bad_input_is_a_clear_error_with_exit_2_and_nothing_written() {
         text(&o)
     );
 }
+
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                files.insert(p.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+/// Names of the files that differ between two snapshots (added, removed or changed).
+fn changed(
+    a: &std::collections::BTreeMap<PathBuf, Vec<u8>>,
+    b: &std::collections::BTreeMap<PathBuf, Vec<u8>>,
+) -> Vec<String> {
+    a.keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| k.display().to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn an_import_leaves_the_database_folder_byte_for_byte_as_it_was() {
+    let Some(py) = common::hermes_python_or_skip("the untouched-folder import test") else {
+        return;
+    };
+    let dir = fresh("untouched");
+    // In WAL mode with rows only in state.db-wal (as while Hermes runs), in WAL mode closed
+    // cleanly (no -wal), and in rollback-journal mode.
+    let (live, closed, rollback) = (dir.join("live"), dir.join("closed"), dir.join("rollback"));
+    make_sessions(&py, &live, &["--leave-wal"]);
+    make_sessions(&py, &closed, &[]);
+    std::fs::create_dir_all(&rollback).unwrap();
+    std::fs::copy(closed.join("state.db"), rollback.join("state.db")).unwrap();
+    python(
+        &py,
+        "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma journal_mode=delete'); c.close()",
+        &[&rollback.join("state.db")],
+    );
+    let header = |home: &Path| std::fs::read(home.join("state.db")).unwrap()[18..20].to_vec();
+    assert_eq!(header(&live), [2, 2], "not in WAL mode");
+    assert!(std::fs::metadata(live.join("state.db-wal")).unwrap().len() > 0);
+    assert_eq!(header(&closed), [2, 2], "not in WAL mode");
+    assert!(!closed.join("state.db-wal").exists());
+    assert_eq!(header(&rollback), [1, 1], "not in rollback mode");
+    let work = dir.join("work");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    for (home, session, listed) in [
+        (&live, "late-1", "| late-1 | cli | gpt-4o |"),
+        (&closed, "healthy-1", "| healthy-1 | cli |"),
+        (&rollback, "healthy-1", "| healthy-1 | cli |"),
+    ] {
+        let db = home.join("state.db");
+        let db = db.to_str().unwrap();
+        let before = snapshot(home);
+        for (args, code, want) in [
+            (vec!["import", db, "--list"], 0, listed),
+            (
+                vec!["import", db, "--session", session, "--out", "out"],
+                0,
+                "model call",
+            ),
+            (
+                vec!["import", db, "--session", "nope"],
+                2,
+                "no session `nope`",
+            ),
+        ] {
+            let o = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+                .args(&args)
+                .current_dir(&work)
+                .env("TMPDIR", &tmp)
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(code), "{args:?}: {}", text(&o));
+            assert!(text(&o).contains(want), "{args:?}: {}", text(&o));
+            let after = snapshot(home);
+            assert!(
+                after == before,
+                "{args:?} changed the database's folder: {:?}",
+                changed(&before, &after)
+            );
+            let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+            assert!(left.is_empty(), "{args:?} left {left:?} in TMPDIR");
+        }
+    }
+}

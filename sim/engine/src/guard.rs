@@ -41,14 +41,19 @@ impl GuardSession {
         }
     }
 
-    /// Handles one line, appending the answer (with its newline) to `out`. Blank lines are
-    /// skipped and answer nothing.
+    /// Handles one line, appending the answer (with its newline) to `out`. Blank lines (ASCII
+    /// whitespace only, as Python's `bytes.strip` sees it) are skipped and answer nothing.
     pub fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) -> Result<(), RequestError> {
         self.line += 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
+        if line
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c'))
+        {
             return Ok(());
         }
-        let req = json::parse(line).map_err(|e| self.err(format!("not JSON: {e}")))?;
+        // Strict: NaN and Infinity are not JSON, and the line must be UTF-8. (Result text is
+        // parsed later the lenient way, as Hermes's json.loads reads it.)
+        let req = json::parse_strict(line).map_err(|e| self.err(format!("not JSON: {e}")))?;
         if !req.is_object() {
             return Err(self.err("a request must be a JSON object"));
         }
@@ -76,17 +81,18 @@ impl GuardSession {
             }
             b"before" => {
                 let tool = self.tool(&req)?;
-                let args = req.get("args").unwrap_or(&Value::Null);
+                let args = self.args(&req)?;
                 let d = self.controller.before_call(&tool, args);
                 self.write_decision(&d, None, out);
             }
             b"after" => {
                 let tool = self.tool(&req)?;
-                let args = req.get("args").unwrap_or(&Value::Null);
+                let args = self.args(&req)?;
                 let result = match req.get("result") {
                     Some(Value::Str(s)) => Some(s.as_slice()),
-                    Some(Value::Null) | None => None,
+                    Some(Value::Null) => None,
                     Some(_) => return Err(self.err("field `result`: expected a string or null")),
+                    None => return Err(self.err("missing field `result` (null is allowed)")),
                 };
                 let failed = match req.get("failed") {
                     Some(Value::Bool(b)) => Some(*b),
@@ -94,7 +100,7 @@ impl GuardSession {
                     Some(_) => return Err(self.err("field `failed`: expected true, false or null")),
                 };
                 match req.get("tool_call_id") {
-                    Some(Value::Str(_)) | Some(Value::Null) | None => {}
+                    Some(Value::Str(_)) | None => {}
                     Some(_) => return Err(self.err("field `tool_call_id`: expected a string")),
                 }
                 let c = &mut self.controller;
@@ -120,6 +126,12 @@ impl GuardSession {
             Some(_) => Err(self.err("field `tool`: expected a string")),
             None => Err(self.err("missing field `tool`")),
         }
+    }
+
+    /// `args`: any JSON value (a non-object counts as `{}`), but present.
+    fn args<'r>(&self, req: &'r Value) -> Result<&'r Value, RequestError> {
+        req.get("args")
+            .ok_or_else(|| self.err("missing field `args`"))
     }
 
     fn write_decision(
@@ -216,7 +228,7 @@ mod tests {
             ),
             ("{\"op\":\"before\"}", "line 1: missing field `tool`"),
             (
-                "{\"op\":\"after\",\"tool\":\"t\",\"result\":3}",
+                "{\"op\":\"after\",\"tool\":\"t\",\"args\":{},\"result\":3}",
                 "line 1: field `result`: expected a string or null",
             ),
             (
@@ -224,7 +236,7 @@ mod tests {
                 "line 1: field `op`: expected before, after, reset or spawn",
             ),
             (
-                "{\"op\":\"after\",\"tool\":\"t\",\"failed\":\"yes\"}",
+                "{\"op\":\"after\",\"tool\":\"t\",\"args\":{},\"result\":null,\"failed\":\"yes\"}",
                 "line 1: field `failed`: expected true, false or null",
             ),
             (
@@ -238,5 +250,85 @@ mod tests {
         }
         let err = run(ProfileName::HermesMain, None, "{nope").unwrap_err();
         assert!(err.to_string().starts_with("line 1: not JSON"), "{err}");
+    }
+
+    fn run_bytes(input: &[u8]) -> Result<String, RequestError> {
+        let mut s = GuardSession::new(&EngineConfig::new(ProfileName::HermesMain, None));
+        let mut out = Vec::new();
+        for line in input.split(|&b| b == b'\n') {
+            s.handle_line(line, &mut out)?;
+        }
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn required_fields_are_required() {
+        let ok = "{\"op\":\"reset\"}\n";
+        for (line, want) in [
+            (
+                "{\"op\":\"before\",\"tool\":\"t\"}",
+                "line 2: missing field `args`",
+            ),
+            (
+                "{\"op\":\"after\",\"tool\":\"t\",\"result\":\"x\"}",
+                "line 2: missing field `args`",
+            ),
+            (
+                "{\"op\":\"after\",\"tool\":\"t\",\"args\":{}}",
+                "line 2: missing field `result` (null is allowed)",
+            ),
+            (
+                "{\"op\":\"after\",\"tool\":\"t\",\"args\":{},\"result\":null,\"tool_call_id\":null}",
+                "line 2: field `tool_call_id`: expected a string",
+            ),
+        ] {
+            let err = run_bytes(format!("{ok}{line}").as_bytes()).unwrap_err();
+            assert_eq!(err.to_string(), want, "{line}");
+        }
+        // `result` may be null, `failed` null or absent, `tool_call_id` absent.
+        let fine = "{\"op\":\"after\",\"tool\":\"t\",\"args\":null,\"result\":null}\n\
+                    {\"op\":\"after\",\"tool\":\"t\",\"args\":{},\"result\":\"x\",\"failed\":null}";
+        assert_eq!(run_bytes(fine.as_bytes()).unwrap().lines().count(), 2);
+    }
+
+    #[test]
+    fn request_lines_are_strict_json_and_utf8() {
+        for (line, want) in [
+            (
+                &b"{\"op\":\"before\",\"tool\":\"t\",\"args\":[NaN]}"[..],
+                "line 1: not JSON: invalid JSON at byte 34: NaN is not JSON",
+            ),
+            (
+                b"{\"op\":\"before\",\"tool\":\"t\",\"args\":{\"x\":Infinity}}",
+                "line 1: not JSON: invalid JSON at byte 38: Infinity is not JSON",
+            ),
+            (
+                b"{\"op\":\"before\",\"tool\":\"t\",\"args\":-Infinity}",
+                "line 1: not JSON: invalid JSON at byte 33: -Infinity is not JSON",
+            ),
+            (
+                b"{\"op\":\"before\",\"tool\":\"t\",\"args\":\"a\xffb\"}",
+                "line 1: not JSON: invalid JSON at byte 35: invalid UTF-8 in a string",
+            ),
+            // A surrogate encoded raw is not UTF-8 either (only the \\ud800 escape is JSON).
+            (
+                b"{\"op\":\"before\",\"tool\":\"t\",\"args\":{\"k\\n\xed\xa0\x80\":1}}",
+                "line 1: not JSON: invalid JSON at byte 38: invalid UTF-8 in a string",
+            ),
+            (
+                b"{\"op\":\"after\",\"tool\":\"t\",\"args\":{},\"result\":\"\xc3\"}",
+                "line 1: not JSON: invalid JSON at byte 45: invalid UTF-8 in a string",
+            ),
+        ] {
+            let err = run_bytes(line).unwrap_err();
+            assert_eq!(err.to_string(), want, "{}", String::from_utf8_lossy(line));
+        }
+        // Valid JSON stays valid: floats, big integers, lone-surrogate escapes, raw UTF-8,
+        // and NaN inside result text (which is hashed as Python's json.loads reads it).
+        let fine = "{\"op\":\"before\",\"tool\":\"t\",\"args\":{\"f\":1e400,\"g\":-0.0,\"i\":123456789012345678901234567890,\"s\":\"\\ud800 \u{e9} \u{2028} \u{1F600}\"}}\n\
+                    {\"op\":\"after\",\"tool\":\"t\",\"args\":{},\"result\":\"{\\\"v\\\": [NaN, Infinity]}\"}\n\
+                    \x0b\x0c \t\r";
+        let out = run_bytes(fine.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.lines().count(), 2, "{out}");
     }
 }

@@ -88,7 +88,19 @@ pub struct ParseError {
 
 /// Parses like `json.loads` on a `str` (given as WTF-8 bytes).
 pub fn parse(text: &[u8]) -> Result<Value, ParseError> {
-    let mut p = Parser { s: text, i: 0 };
+    parse_with::<false>(text)
+}
+
+/// Parses strict JSON from UTF-8 bytes: as [`parse`], but the `NaN`, `Infinity` and
+/// `-Infinity` literals are refused, and so are bytes in strings that are not UTF-8 (a lone
+/// surrogate can still be written as a `\ud800` escape). This is `json.loads` on the bytes
+/// decoded as strict UTF-8, with `parse_constant` refusing the three literals.
+pub fn parse_strict(text: &[u8]) -> Result<Value, ParseError> {
+    parse_with::<true>(text)
+}
+
+fn parse_with<const STRICT: bool>(text: &[u8]) -> Result<Value, ParseError> {
+    let mut p = Parser::<STRICT> { s: text, i: 0 };
     if text.starts_with("\u{feff}".as_bytes()) {
         return Err(p.err("unexpected byte order mark"));
     }
@@ -101,12 +113,14 @@ pub fn parse(text: &[u8]) -> Result<Value, ParseError> {
     Ok(v)
 }
 
-struct Parser<'a> {
+/// `STRICT`: strict JSON in UTF-8 (see [`parse_strict`]); a constant, so the lenient parser
+/// pays nothing for the checks.
+struct Parser<'a, const STRICT: bool> {
     s: &'a [u8],
     i: usize,
 }
 
-impl Parser<'_> {
+impl<const STRICT: bool> Parser<'_, STRICT> {
     fn err(&self, reason: &'static str) -> ParseError {
         ParseError {
             offset: self.i,
@@ -144,6 +158,15 @@ impl Parser<'_> {
             Some(b'n') if self.eat(b"null") => Ok(Value::Null),
             Some(b't') if self.eat(b"true") => Ok(Value::Bool(true)),
             Some(b'f') if self.eat(b"false") => Ok(Value::Bool(false)),
+            Some(b'N') if STRICT && self.s[self.i..].starts_with(b"NaN") => {
+                Err(self.err("NaN is not JSON"))
+            }
+            Some(b'I') if STRICT && self.s[self.i..].starts_with(b"Infinity") => {
+                Err(self.err("Infinity is not JSON"))
+            }
+            Some(b'-') if STRICT && self.s[self.i..].starts_with(b"-Infinity") => {
+                Err(self.err("-Infinity is not JSON"))
+            }
             Some(b'N') if self.eat(b"NaN") => Ok(Value::Float(f64::NAN)),
             Some(b'I') if self.eat(b"Infinity") => Ok(Value::Float(f64::INFINITY)),
             Some(b'-') if self.s[self.i..].starts_with(b"-Infinity") => {
@@ -236,7 +259,19 @@ impl Parser<'_> {
                 }
                 self.i += 1;
             }
-            out.extend_from_slice(&self.s[run_start..self.i]);
+            let run = &self.s[run_start..self.i];
+            // Only runs with a non-ASCII byte need checking. A run stops only at ASCII bytes,
+            // so it never splits a UTF-8 sequence.
+            if STRICT
+                && !run.is_ascii()
+                && let Err(e) = std::str::from_utf8(run)
+            {
+                return Err(ParseError {
+                    offset: run_start + e.valid_up_to(),
+                    reason: "invalid UTF-8 in a string",
+                });
+            }
+            out.extend_from_slice(run);
             match self.s.get(self.i) {
                 None => return Err(self.err("unterminated string")),
                 Some(b'"') => {
@@ -654,6 +689,34 @@ mod tests {
         assert!(parse("9".repeat(MAX_INT_DIGITS).as_bytes()).is_ok());
         let deep = "[".repeat(MAX_DEPTH + 5) + &"]".repeat(MAX_DEPTH + 5);
         assert!(parse(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn strict_parsing_refuses_only_the_constants_and_bytes_that_are_not_utf8() {
+        for text in [
+            &b"NaN"[..],
+            b"[Infinity]",
+            b"{\"a\":-Infinity}",
+            b"\"\xff\"",
+            b"\"\xed\xa0\x80\"",
+        ] {
+            assert!(parse(text).is_ok(), "lenient: {text:?}");
+            assert!(parse_strict(text).is_err(), "strict: {text:?}");
+        }
+        for text in [
+            &br#""\ud800""#[..],
+            "\"é\u{2028}\"".as_bytes(),
+            b"[1e400,-0.0,10E2]",
+        ] {
+            assert_eq!(parse_strict(text), parse(text), "{text:?}");
+        }
+        assert_eq!(
+            parse_strict(b"[1, \"ok\", \"\xc3\"]").unwrap_err(),
+            ParseError {
+                offset: 11,
+                reason: "invalid UTF-8 in a string"
+            }
+        );
     }
 
     #[test]

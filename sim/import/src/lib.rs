@@ -6,7 +6,8 @@
 //! scenario with another profile or config shows where that engine would have warned and
 //! stopped, and what it would have saved.
 //!
-//! The database is opened read-only and never written.
+//! The database is opened read-only and never written; nothing is created beside it (see
+//! [`db`] for how a database in WAL mode is read).
 //!
 //! ```
 //! use loopsim_import::session::apportion;
@@ -40,6 +41,10 @@ pub enum ImportError {
         "{path}: the database is locked by another process; try again when Hermes is idle (nothing was changed)"
     )]
     Locked { path: String },
+    #[error(
+        "{path}: the database changed while loopsim read it (Hermes is writing to it); try again when Hermes is idle (nothing was changed)"
+    )]
+    Changing { path: String },
     #[error("{path}: not a Hermes state database: it has no `{table}` table")]
     NoTable { path: String, table: &'static str },
     #[error("{path}: table `{table}` has no `{column}` column, which the import needs")]

@@ -4,7 +4,7 @@
 use loopsim_engine::config::keys::{self, KeyProblem, Scope};
 use loopsim_engine::config::{ConfigError, EngineConfig};
 use loopsim_engine::profile::ProfileName;
-use loopsim_engine::yaml::{Node, Yaml};
+use loopsim_engine::yaml::{KeyIndex, Node, Yaml};
 
 use super::spans::SpanTree;
 use super::{Lines, Scenario, ScenarioError};
@@ -199,10 +199,14 @@ pub fn merge_nodes(base: &Node, over: &Node) -> Node {
     match (&base.value, &over.value) {
         (Yaml::Map(b), Yaml::Map(o)) => {
             let mut pairs: Vec<(Node, Node)> = b.clone();
+            let mut index = KeyIndex::new(&pairs);
             for (k, v) in o {
-                match pairs.iter_mut().find(|(bk, _)| bk.value == k.value) {
-                    Some(slot) => slot.1 = merge_nodes(&slot.1, v),
-                    None => pairs.push((k.clone(), v.clone())),
+                match index.find(&pairs, &k.value) {
+                    Some(pos) => pairs[pos].1 = merge_nodes(&pairs[pos].1, v),
+                    None => {
+                        index.add(&k.value, pairs.len());
+                        pairs.push((k.clone(), v.clone()));
+                    }
                 }
             }
             Node {
@@ -271,4 +275,75 @@ pub fn flag_value(v: &toml::Value) -> Node {
         ),
     };
     Node { value, line: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_a_config_with_many_keys_is_not_quadratic() {
+        // 60,000 new keys: ~1.8 billion key comparisons if each were compared with all before.
+        let text: String = (0..60_000).map(|i| format!("k{i}: {i}\n")).collect();
+        let over = loopsim_engine::yaml::parse(&text).unwrap();
+        let base = loopsim_engine::yaml::parse("k5: {a: 1}\nz: 2\n").unwrap();
+        let merged = merge_nodes(&base, &over);
+        let Yaml::Map(pairs) = &merged.value else {
+            panic!("a mapping")
+        };
+        assert_eq!(pairs.len(), 60_001);
+        assert_eq!(merged.get("k5").unwrap().value, Yaml::Int(5));
+        assert_eq!(merged.get("z").unwrap().value, Yaml::Int(2));
+        // Mappings still merge key by key, the first equal key taking the value.
+        let deep = merge_nodes(
+            &loopsim_engine::yaml::parse("g: {a: 1, b: 2}\n").unwrap(),
+            &loopsim_engine::yaml::parse("g: {b: 3}\n").unwrap(),
+        );
+        let g = deep.get("g").unwrap();
+        assert_eq!(g.get("a").unwrap().value, Yaml::Int(1));
+        assert_eq!(g.get("b").unwrap().value, Yaml::Int(3));
+    }
+
+    #[test]
+    fn a_sweep_setting_is_set_at_its_path() {
+        let mut node = loopsim_engine::yaml::parse(
+            "tool_loop_guardrails:\n  warn_after:\n    exact_failure: 2\n",
+        )
+        .unwrap();
+        let three = Node {
+            value: Yaml::Int(3),
+            line: 0,
+        };
+        set_path(
+            &mut node,
+            &["tool_loop_guardrails", "warn_after", "exact_failure"],
+            three.clone(),
+        )
+        .unwrap();
+        set_path(&mut node, &["delegation", "max_iterations"], three).unwrap();
+        let g = node
+            .get("tool_loop_guardrails")
+            .unwrap()
+            .get("warn_after")
+            .unwrap();
+        assert_eq!(g.get("exact_failure").unwrap().value, Yaml::Int(3));
+        assert_eq!(
+            node.get("delegation")
+                .unwrap()
+                .get("max_iterations")
+                .unwrap()
+                .value,
+            Yaml::Int(3)
+        );
+        let err = set_path(
+            &mut node,
+            &["tool_loop_guardrails", "warn_after", "exact_failure", "x"],
+            Node {
+                value: Yaml::Null,
+                line: 0,
+            },
+        )
+        .unwrap_err();
+        assert!(err.contains("not a section"), "{err}");
+    }
 }
