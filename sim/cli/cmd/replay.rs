@@ -246,7 +246,7 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         ))
     );
     if let Some(st) = &after.settings {
-        say!("what-if settings: {}", st.hard_stop_rule);
+        say!("in the what-if, hard stops are {}", st.hard_stop_rule);
     }
     if let Some(n) = &before.source_note {
         say!("{n}");

@@ -57,11 +57,14 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
     );
     if let Some(st) = &s.settings {
         for (k, v) in st.lines() {
-            if matches!(
-                k.as_str(),
-                "hard stops" | "warn after" | "hard stop after" | "config file"
-            ) {
-                let _ = writeln!(o, "{k}: {v}");
+            match k.as_str() {
+                "hard stops" => {
+                    let _ = writeln!(o, "hard stops are {v}");
+                }
+                "warn after" | "hard stop after" | "config file" => {
+                    let _ = writeln!(o, "{k}: {v}");
+                }
+                _ => {}
             }
         }
     }

@@ -5,7 +5,8 @@ use std::fmt;
 use crate::guardrails::{GuardrailConfig, is_unattended};
 use crate::profile::ProfileName;
 
-/// How `hard_stop_enabled` was resolved for the platform.
+/// How `hard_stop_enabled` was resolved for the platform. `Display` completes "hard stops
+/// are ...".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HardStopRule {
     /// `hard_stop_enabled` as the config set it (true), whatever the platform.
@@ -59,25 +60,25 @@ impl HardStopRule {
 impl fmt::Display for HardStopRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            HardStopRule::Configured => f.write_str("hard stops are on: hard_stop_enabled is true"),
+            HardStopRule::Configured => f.write_str("on (hard_stop_enabled is true)"),
             HardStopRule::OffAttended { platform: Some(p) } => write!(
                 f,
-                "hard stops are off on attended platform {p} (hard_stop_enabled is false)"
+                "off on attended platform {p} (hard_stop_enabled is false)"
             ),
             HardStopRule::OffAttended { platform: None } => f.write_str(
-                "hard stops are off: no platform, which counts as attended (hard_stop_enabled is false)",
+                "off: no platform, which counts as attended (hard_stop_enabled is false)",
             ),
             HardStopRule::Unattended { platform } => write!(
                 f,
-                "hard stops are on: {platform} is unattended (the platform rule, non_interactive_hard_stop_enabled)"
+                "on: {platform} is unattended (the platform rule, non_interactive_hard_stop_enabled)"
             ),
             HardStopRule::OptedOut { platform } => write!(
                 f,
-                "hard stops are off: {platform} is unattended, but non_interactive_hard_stop_enabled is false"
+                "off: {platform} is unattended, but non_interactive_hard_stop_enabled is false"
             ),
             HardStopRule::NoPlatformRule { profile } => write!(
                 f,
-                "hard stops are off: hard_stop_enabled is false and {profile} has no platform rule"
+                "off: hard_stop_enabled is false and {profile} has no platform rule"
             ),
         }
     }

@@ -536,10 +536,17 @@ fn toml_error(e: &toml::de::Error, spans: &SpanTree, text: &str, file: &str) -> 
             .get(span.clone())
             .map(|k| k.trim().trim_matches('"').to_string())
             .unwrap_or_default();
-        let first = spans.line_of_key(&join(&inner, &name));
-        let path = join(&inner, &name);
+        // The duplicate of a `[table]` is found at the table itself.
+        let path = if !name.is_empty() && (inner == name || inner.ends_with(&format!(".{name}"))) {
+            inner
+        } else {
+            join(&inner, &name)
+        };
         let message = if spans.has(&path) {
-            format!("duplicate key: already set at line {first}")
+            format!(
+                "duplicate key: already set at line {}",
+                spans.line_of_key(&path)
+            )
         } else {
             "duplicate key".to_string()
         };
@@ -560,7 +567,9 @@ fn toml_error(e: &toml::de::Error, spans: &SpanTree, text: &str, file: &str) -> 
         let key = match (inner.is_empty(), line_key.is_empty()) {
             (true, true) => "toml".to_string(),
             (true, false) => line_key,
-            (false, false) if !inner.ends_with(&line_key) => join(&inner, &line_key),
+            (false, false) if spans.is_table(&inner) && !inner.ends_with(&line_key) => {
+                join(&inner, &line_key)
+            }
             _ => inner,
         };
         (key, msg)

@@ -145,6 +145,12 @@ impl SpanTree {
         self.line_of(at)
     }
 
+    /// Whether `path` names a table in the file.
+    pub(crate) fn is_table(&self, path: &str) -> bool {
+        let (node, _, found) = self.find(path);
+        found && matches!(node.kind, Kind::Table(_))
+    }
+
     /// Whether `path` names a value in the file.
     pub(crate) fn has(&self, path: &str) -> bool {
         self.find(path).2
