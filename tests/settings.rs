@@ -697,7 +697,7 @@ fn errors_name_the_right_place() {
         assert_eq!(o.status.code(), Some(2), "{name}: {}", output_text(&o));
         let e = stderr(&o);
         assert!(
-            e.contains(&format!("{path}")),
+            e.contains(path.as_str()),
             "{name}: the file is named: {e}"
         );
         assert!(e.contains(want), "{name}: expected `{want}` in: {e}");
