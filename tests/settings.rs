@@ -696,10 +696,7 @@ fn errors_name_the_right_place() {
         let o = loopsim(&["run", &path, "--out", dir.join("out").to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2), "{name}: {}", output_text(&o));
         let e = stderr(&o);
-        assert!(
-            e.contains(path.as_str()),
-            "{name}: the file is named: {e}"
-        );
+        assert!(e.contains(path.as_str()), "{name}: the file is named: {e}");
         assert!(e.contains(want), "{name}: expected `{want}` in: {e}");
     }
 }
