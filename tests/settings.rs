@@ -462,6 +462,22 @@ fn sweep_check_and_gate_run_a_teams_own_config() {
     assert_ne!(own, with_team, "the team's config changes the runs");
     let manifest = std::fs::read_to_string(dir.join("team/sweep.json")).unwrap();
     assert!(manifest.contains("team.yaml"), "{manifest}");
+    // The summary's rerun line makes the same rows.
+    let md = std::fs::read_to_string(dir.join("team/summary.md")).unwrap();
+    let rerun = md
+        .lines()
+        .find_map(|l| l.strip_prefix("Rerun: `loopsim "))
+        .and_then(|l| l.strip_suffix('`'))
+        .expect("a rerun line");
+    let again = dir.join("again");
+    let mut args: Vec<&str> = rerun.split(' ').collect();
+    args.extend(["--out", again.to_str().unwrap()]);
+    let o = loopsim(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert_eq!(
+        std::fs::read(dir.join("team/sweep.csv")).unwrap(),
+        std::fs::read(again.join("sweep.csv")).unwrap()
+    );
     // aggregate.csv has a column per swept key.
     assert!(
         with_team

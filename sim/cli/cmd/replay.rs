@@ -81,8 +81,7 @@ fn body(t: &[u8]) -> &[u8] {
 }
 
 pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBuf>) -> Result<()> {
-    let recorded = std::fs::read(path)
-        .with_context(|| format!("{}: cannot read the trace", path.display()))?;
+    let recorded = trace::read_file(path)?;
     let shown = path.display().to_string();
     let h = trace::verify(&recorded, &shown)?;
     let sc = trace_scenario(&h, &shown, path)?;

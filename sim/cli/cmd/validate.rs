@@ -94,8 +94,8 @@ fn config(path: &Path, profile: Option<ProfileName>) -> Checked {
 
 fn trace_file(path: &Path) -> Checked {
     let file = path.display().to_string();
-    let checked = std::fs::read(path)
-        .map_err(|e| format!("{file}: cannot read: {e}"))
+    let checked = trace::read_file(path)
+        .map_err(|e| e.to_string())
         .and_then(|bytes| {
             let h = trace::verify(&bytes, &file).map_err(|e| e.to_string())?;
             if let Some(text) = &h.scenario_text {

@@ -195,6 +195,29 @@ pub struct TraceError {
     pub message: String,
 }
 
+/// Larger traces are refused: a run is capped at 1,000,000 events, far below this.
+pub const MAX_TRACE_BYTES: u64 = 2 << 30;
+
+/// Reads a trace file whole, refusing one larger than [`MAX_TRACE_BYTES`].
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, TraceError> {
+    let file = path.display().to_string();
+    let err = |message: String| TraceError {
+        file: file.clone(),
+        line: 0,
+        message,
+    };
+    let len = std::fs::metadata(path)
+        .map_err(|e| err(format!("cannot read: {e}")))?
+        .len();
+    if len > MAX_TRACE_BYTES {
+        return Err(err(format!(
+            "{len} bytes: loopsim reads traces of at most {} GiB",
+            MAX_TRACE_BYTES >> 30
+        )));
+    }
+    std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))
+}
+
 /// Reads and checks a trace's header line.
 pub fn read_header(bytes: &[u8], file: &str) -> Result<Header, TraceError> {
     let err = |message: String| TraceError {

@@ -30,6 +30,9 @@ impl std::fmt::Display for Diagnostic {
     }
 }
 
+/// Larger config files are refused (Hermes's own is a few kilobytes).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
 /// A parsed `config.yaml`.
 #[derive(Clone, Debug)]
 pub struct UserConfig {
@@ -46,6 +49,20 @@ impl UserConfig {
     /// Reads and parses a config file.
     pub fn load(path: &std::path::Path) -> Result<UserConfig, ConfigError> {
         let file = path.display().to_string();
+        if let Ok(m) = std::fs::metadata(path)
+            && m.len() > MAX_CONFIG_BYTES
+        {
+            return Err(ConfigError::Value {
+                file,
+                line: 0,
+                key: "file".into(),
+                message: format!(
+                    "{} bytes: loopsim reads config files of at most {} MiB",
+                    m.len(),
+                    MAX_CONFIG_BYTES >> 20
+                ),
+            });
+        }
         let text = std::fs::read(path).map_err(|e| ConfigError::Value {
             file: file.clone(),
             line: 0,

@@ -166,6 +166,28 @@ impl SweepSpec {
         out
     }
 
+    /// The command that runs this sweep again (every setting that changes its rows).
+    pub fn command(&self) -> String {
+        let mut cmd = String::from("loopsim sweep");
+        for (path, _) in &self.scenarios {
+            cmd += &format!(" {path}");
+        }
+        for a in &self.axes {
+            cmd += &format!(" --grid {}={}", a.key, a.values.join(","));
+        }
+        cmd += &format!(" --seeds {}..{}", self.seeds.0, self.seeds.1);
+        if !self.profiles.is_empty() {
+            cmd += &format!(" --profiles {}", self.profiles.join(","));
+        }
+        if let Some(p) = &self.platform {
+            cmd += &format!(" --platform {p}");
+        }
+        if let Some((file, _)) = &self.config {
+            cmd += &format!(" --config {file}");
+        }
+        cmd
+    }
+
     /// Checks the grid against the scenarios before anything runs: keys, values and their
     /// effect (see [`grid::check_effect`]). Returns the warnings.
     pub fn validate(&self, scenarios: &[Scenario]) -> Result<GridReport, SweepError> {

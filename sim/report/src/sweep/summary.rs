@@ -22,6 +22,14 @@ pub fn summary_md(spec: &SweepSpec, runs: usize, aggs: &[Aggregate], plots: &[St
     for a in &spec.axes {
         let _ = writeln!(o, "- `{}`: {}", a.key, a.values.join(", "));
     }
+    if let Some((file, hash)) = &spec.config {
+        let _ = writeln!(
+            o,
+            "- every scenario with `{file}` laid over its config (sha256 {})",
+            hash.get(..12).unwrap_or(hash)
+        );
+    }
+    let _ = writeln!(o, "\nRerun: `{}`", spec.command());
     let _ = writeln!(
         o,
         "\nThe baseline is every scenario as written. Waste is what the parent spent after its loop began; savings are against the baseline.\n"

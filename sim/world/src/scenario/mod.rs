@@ -586,6 +586,20 @@ impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
         let shown = path.display().to_string();
+        if let Ok(m) = std::fs::metadata(path)
+            && m.len() > MAX_SCENARIO_BYTES as u64
+        {
+            return Err(ScenarioError {
+                file: shown,
+                line: 0,
+                key: "file".into(),
+                message: format!(
+                    "{} bytes: loopsim reads scenarios of at most {} MiB",
+                    m.len(),
+                    MAX_SCENARIO_BYTES >> 20
+                ),
+            });
+        }
         let bytes = std::fs::read(path).map_err(|e| ScenarioError {
             file: shown.clone(),
             line: 0,
