@@ -1,0 +1,195 @@
+//! Delegation inside a run: admitting children, their timeouts, and the results they send
+//! back (synchronously, or as a new turn of a background parent).
+
+use super::*;
+
+impl World<'_> {
+    pub(super) fn delegate(&mut self, a: AgentId, child_spec: &str, tasks: u32) {
+        let goals: Vec<serde_json::Value> = (0..tasks)
+            .map(|i| serde_json::json!({ "goal": format!("{child_spec} task {}", i + 1) }))
+            .collect();
+        let args = json::parse(serde_json::json!({ "tasks": goals }).to_string().as_bytes())
+            .expect("json");
+        self.agents[a].round_tools.push("delegate_task");
+        self.agents[a].call_index = 1;
+        let d = self.agents[a]
+            .guard
+            .before_call(Signature::new("delegate_task", &args), &args);
+        let signature = d.signature.clone();
+        if !d.action.allows_execution() {
+            self.record_decision(a, "delegate_task", d.action, d.code, d.count);
+            self.agents[a].context += 60;
+            return self.next_call(a);
+        }
+        let running_bg = self
+            .batches
+            .iter()
+            .filter(|b| b.background && !b.children.iter().all(|c| self.finished(*c)))
+            .count() as u32;
+        let ag = &self.agents[a];
+        let admission = ag.cfg.delegation.admit(ag.depth, tasks, running_bg);
+        let (n, background) = match admission {
+            Admission::Rejected(why) => {
+                let result = format!("{{\"error\": \"delegation refused: {why:?}\"}}");
+                self.agents[a].pending = Some(PendingCall {
+                    tool: "delegate_task",
+                    signature: signature.clone(),
+                    args: args.clone(),
+                    result,
+                    failed: true,
+                    dur: Duration::ZERO,
+                });
+                self.agents[a].call_started = self.sched.now();
+                self.sched.at(self.sched.now(), Ev::CallDone(a));
+                return;
+            }
+            Admission::Synchronous { children } => (children, false),
+            Admission::Background { children } => (children, true),
+        };
+        let n = self.agents[a].guard_spawn(n);
+        let b = self.batches.len();
+        let depth = self.agents[a].depth + 1;
+        let timeout = self.agents[a].cfg.delegation.child_timeout_us;
+        let mut children = Vec::new();
+        for _ in 0..n {
+            let name = format!("{child_spec}#{}", self.agents.len());
+            let c = self.spawn_agent(name, child_spec, depth, Some(a));
+            self.agents[c].interrupted = self.agents[a].interrupted;
+            children.push(c);
+        }
+        self.batches.push(Batch {
+            children: children.clone(),
+            background,
+            delivered: false,
+        });
+        if self.trace.enabled() {
+            let mut e = self.event(a, "spawn");
+            e.children = Some(n);
+            e.detail = Some(
+                if background {
+                    "background"
+                } else {
+                    "synchronous"
+                }
+                .into(),
+            );
+            self.trace.line(&e);
+        }
+        for &c in &children {
+            self.start_turn(c, false);
+            if let Some(t) = timeout {
+                self.sched
+                    .at(self.sched.now() + Duration(t), Ev::ChildTimeout(c));
+            }
+        }
+        let ag = &mut self.agents[a];
+        ag.call_started = self.sched.now();
+        if background {
+            let result =
+                format!("{{\"status\": \"dispatched\", \"mode\": \"background\", \"count\": {n}}}");
+            ag.pending = Some(PendingCall {
+                tool: "delegate_task",
+                signature: signature.clone(),
+                args: args.clone(),
+                result,
+                failed: false,
+                dur: Duration::ZERO,
+            });
+            ag.pending_results.push(b);
+            self.sched.at(self.sched.now(), Ev::CallDone(a));
+        } else {
+            ag.pending = Some(PendingCall {
+                tool: "delegate_task",
+                signature: signature.clone(),
+                args: args.clone(),
+                result: String::new(),
+                failed: false,
+                dur: Duration::ZERO,
+            });
+            ag.status = Status::Waiting;
+            ag.waiting_batch = Some(b);
+            if n == 0 {
+                self.batch_finished(b);
+            }
+        }
+    }
+
+    pub(super) fn child_timeout(&mut self, c: AgentId) {
+        if self.finished(c) {
+            return;
+        }
+        let ag = &mut self.agents[c];
+        ag.status = Status::TimedOut;
+        ag.exit_reasons.push("timeout".into());
+        if self.trace.enabled() {
+            let e = self.event(c, "child_timeout");
+            self.trace.line(&e);
+        }
+        self.child_finished(c);
+    }
+
+    pub(super) fn child_finished(&mut self, c: AgentId) {
+        if self.trace.enabled() {
+            let mut e = self.event(c, "child_done");
+            e.call = Some(self.agents[c].calls);
+            e.detail = Some(format!("{:?}", self.agents[c].status).to_lowercase());
+            self.trace.line(&e);
+        }
+        if let Some(b) = self.batches.iter().position(|b| b.children.contains(&c))
+            && self.batches[b].children.iter().all(|x| self.finished(*x))
+        {
+            self.batch_finished(b);
+        }
+    }
+
+    pub(super) fn batch_finished(&mut self, b: usize) {
+        let Some(&first) = self.batches[b].children.first() else {
+            // An empty synchronous batch: find its waiting parent.
+            if let Some(p) = self.agents.iter().position(|x| x.waiting_batch == Some(b)) {
+                self.finish_wait(p, b);
+            }
+            return;
+        };
+        let p = self.agents[first].parent.expect("children have parents");
+        if self.batches[b].background {
+            self.sched.at(self.sched.now(), Ev::BatchDone(p, b));
+        } else {
+            self.finish_wait(p, b);
+        }
+    }
+
+    pub(super) fn finish_wait(&mut self, p: AgentId, b: usize) {
+        let n = self.batches[b].children.len();
+        let statuses: Vec<String> = self.batches[b]
+            .children
+            .iter()
+            .map(|c| format!("\"{:?}\"", self.agents[*c].status).to_lowercase())
+            .collect();
+        let ag = &mut self.agents[p];
+        ag.waiting_batch = None;
+        if let Some(pc) = &mut ag.pending {
+            pc.result = format!("{{\"results\": [{}], \"count\": {n}}}", statuses.join(", "));
+        }
+        ag.context += 300 * n as u64;
+        self.sched.at(self.sched.now(), Ev::CallDone(p));
+    }
+
+    /// A background batch's result: a new turn if the parent is idle, else after its turn.
+    pub(super) fn deliver(&mut self, p: AgentId, b: usize) {
+        if self.batches[b].delivered || self.agents[p].interrupted {
+            return;
+        }
+        if self.agents[p].status == Status::Idle || self.agents[p].status == Status::Done {
+            self.batches[b].delivered = true;
+            self.agents[p].pending_results.retain(|x| *x != b);
+            if self.trace.enabled() {
+                let mut e = self.event(p, "background_result");
+                e.children = Some(self.batches[b].children.len() as u32);
+                self.trace.line(&e);
+            }
+            self.agents[p].context += 300 * self.batches[b].children.len() as u64;
+            self.start_turn(p, true);
+        }
+        // Otherwise end_turn delivers it.
+    }
+}

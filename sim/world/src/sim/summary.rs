@@ -1,0 +1,229 @@
+//! What a run reports: its options, the summary of every agent and of the run, and the
+//! summary's assembly at the end of a run.
+
+use super::*;
+
+/// How a run is set up beyond its scenario.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub seed: Option<u64>,
+    /// Overrides the scenario's profile.
+    pub profile: Option<loopsim_engine::profile::ProfileName>,
+    /// A Hermes config.yaml laid over the scenario's `[config]` (its keys win).
+    pub config: Option<std::sync::Arc<crate::user_config::UserConfig>>,
+    pub platform: Option<String>,
+    pub order: Order,
+    /// Keep per-agent time series (cost, budget, activity spans) for plots.
+    pub record_series: bool,
+    /// Which engine decides the guardrails.
+    pub engine: crate::bridge::EngineChoice,
+}
+
+/// What an agent was doing during a span of virtual time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    Model,
+    Tool,
+    /// Inside a synchronous delegation, waiting for children.
+    Waiting,
+}
+
+/// One agent's time series, kept when [`RunOptions::record_series`] is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AgentSeries {
+    /// `(t_us, cumulative micro-dollars)` after every priced call.
+    pub cost: Vec<(u64, u64)>,
+    /// `(t_us, iterations used)` after every change of the budget.
+    pub budget_used: Vec<(u64, u64)>,
+    /// `(start_us, end_us, kind)`.
+    pub spans: Vec<(u64, u64, SpanKind)>,
+    /// When warnings or notices came, and when guardrail stops happened.
+    pub warnings_us: Vec<u64>,
+    pub stops_us: Vec<u64>,
+}
+
+/// Where an agent stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    /// Inside a delegate_task call, waiting for its children.
+    Waiting,
+    /// Between turns (a background result may still open one).
+    Idle,
+    Done,
+    TimedOut,
+    Interrupted,
+}
+
+/// A guardrail stop: which call, when, why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stop {
+    pub call: u64,
+    pub t_us: u64,
+    pub code: String,
+}
+
+/// One agent's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentSummary {
+    pub name: String,
+    pub status: Status,
+    pub turns: u32,
+    pub exit_reasons: Vec<String>,
+    pub budget_used: u64,
+    pub budget_max: u64,
+    pub warnings: u32,
+    pub notices: u32,
+    pub first_warning_call: Option<u64>,
+    pub first_warning_us: Option<u64>,
+    pub stop: Option<Stop>,
+    pub summary_calls: u32,
+    pub usage: Usage,
+    /// Figures inside the scenario's `[report] window_s`.
+    pub window: Option<Usage>,
+    /// Figures from the first `loop_begins` step of the run on (the waste).
+    pub after_loop_began: Option<Usage>,
+    /// Time spent inside synchronous delegations waiting for children.
+    pub wait_us: u64,
+    /// Virtual time of this agent's last activity.
+    pub last_activity_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<AgentSeries>,
+}
+
+/// A run's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub label: crate::scenario::Label,
+    /// A hash of the effective engine configuration (profile, config, platform).
+    pub config_hash: String,
+    /// The engine settings the run used (left out of sweeps, whose rows name their setting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<crate::settings::Settings>,
+    pub seed: u64,
+    pub profile: String,
+    pub platform: Option<String>,
+    pub duration_us: u64,
+    pub parent_exit_reason: String,
+    pub agents: Vec<AgentSummary>,
+    pub total: Usage,
+    /// When the first `loop_begins` step ran.
+    pub loop_began_us: Option<u64>,
+    pub events: u64,
+    /// The run hit the horizon (virtual time or event count) before it ended by itself.
+    pub hit_horizon: bool,
+    pub trace_hash: String,
+    /// A model's price is unknown: the dollar figures are not real and reports say so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub price_unknown: bool,
+    /// The guardrail decisions were the recorded session's own (an imported scenario).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recorded: bool,
+    /// Where an imported scenario came from and which figures are estimated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_note: Option<String>,
+}
+
+/// Runs stop after this many events whatever the scenario says: a script that loops without
+/// latency would otherwise never advance time.
+pub const MAX_EVENTS: u64 = 1_000_000;
+
+/// A failed run (the scenario cannot be run as configured).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] loopsim_engine::config::ConfigError),
+    #[error("writing the trace: {0}")]
+    Trace(#[from] std::io::Error),
+    #[error("engine {engine}: {error}")]
+    Engine { engine: String, error: String },
+    #[error(transparent)]
+    Bridge(#[from] crate::bridge::BridgeError),
+}
+
+impl World<'_> {
+    pub(super) fn finish(mut self) -> Result<RunSummary, RunError> {
+        if let Some(e) = self.bridge.as_ref().and_then(|b| b.failure()) {
+            return Err(RunError::Engine {
+                engine: "hermes-python".into(),
+                error: e.to_string(),
+            });
+        }
+        let agents: Vec<AgentSummary> = self
+            .agents
+            .iter()
+            .map(|ag| AgentSummary {
+                name: ag.name.clone(),
+                status: ag.status,
+                turns: ag.turns,
+                exit_reasons: ag.exit_reasons.clone(),
+                budget_used: ag.gov.budget().used(),
+                budget_max: ag.gov.budget().max_total(),
+                warnings: ag.warnings,
+                notices: ag.notices,
+                first_warning_call: ag.first_warning.map(|w| w.0),
+                first_warning_us: ag.first_warning.map(|w| w.1),
+                stop: ag.stop.clone(),
+                summary_calls: ag.summary_calls,
+                usage: ag.usage.clone(),
+                window: self.window.map(|_| ag.window.clone()),
+                after_loop_began: self.loop_began.map(|_| ag.after_loop.clone()),
+                wait_us: ag.wait_us,
+                last_activity_us: ag.last_activity.0,
+                series: ag.series.clone(),
+            })
+            .collect();
+        let mut summary = RunSummary {
+            scenario: self.sc.file.name.clone(),
+            scenario_hash: self.sc.content_hash.hex(),
+            label: self.sc.file.label,
+            config_hash: self.config_hash.clone(),
+            settings: (self.trace.enabled() || self.record_series).then(|| {
+                crate::settings::Settings::of(
+                    &self.cfg,
+                    self.config_file.clone(),
+                    self.config_hash.clone(),
+                )
+            }),
+            seed: self.seed,
+            profile: self.cfg.profile.to_string(),
+            platform: self.cfg.platform.clone(),
+            duration_us: self.last_activity.0,
+            parent_exit_reason: self.agents[0]
+                .exit_reasons
+                .last()
+                .cloned()
+                .unwrap_or_else(|| "unknown".into()),
+            agents,
+            total: self.total.clone(),
+            loop_began_us: self.loop_began,
+            events: self.sched.events_handled(),
+            hit_horizon: self.hit_horizon,
+            trace_hash: String::new(),
+            price_unknown: self.price_unknown(),
+            recorded: self.recorded,
+            source_note: self
+                .sc
+                .file
+                .source
+                .as_ref()
+                .map(|s| s.note.clone())
+                .filter(|n| !n.is_empty()),
+        };
+        if self.trace.enabled() {
+            let above = self.trace.hash_so_far();
+            // The footer holds the summary without time series, so it does not depend on
+            // whether series were recorded.
+            let mut lean = summary.clone();
+            lean.agents.iter_mut().for_each(|a| a.series = None);
+            self.trace
+                .line(&serde_json::json!({ "kind": "end", "summary": &lean, "hash_above": above }));
+        }
+        summary.trace_hash = self.trace.finish()?;
+        Ok(summary)
+    }
+}
