@@ -244,7 +244,7 @@ pub fn check_effect(
                     .fingerprint();
                 if prints.iter().all(|p| *p == prints[0]) && prints[0] == base {
                     unchanged.push(format!("{} under {profile}", sc.file.name));
-                    reasons.push(why_unchanged(axis, sc, profile));
+                    reasons.push(why_unchanged(axis, sc, profile, platform));
                 } else {
                     changed_any = true;
                 }
@@ -274,7 +274,12 @@ pub fn check_effect(
 }
 
 /// The likely reason a key leaves a run's engine as it was.
-fn why_unchanged(axis: &Axis, sc: &Scenario, profile: ProfileName) -> String {
+fn why_unchanged(
+    axis: &Axis,
+    sc: &Scenario,
+    profile: ProfileName,
+    platform: Option<&str>,
+) -> String {
     let spec = keys::lookup(&axis.key).expect("checked at parse");
     if !spec.read_by.reads(profile) {
         return format!("{profile} does not read `{}`", axis.key);
@@ -298,8 +303,16 @@ fn why_unchanged(axis: &Axis, sc: &Scenario, profile: ProfileName) -> String {
             );
         }
     }
+    if axis.key == "tool_loop_guardrails.hard_stop_enabled"
+        && let Ok(cfg) = sc.engine_config_as(profile, platform)
+        && let loopsim_engine::config::HardStopRule::Unattended { platform } = &cfg.hard_stop_rule
+    {
+        return format!(
+            "on {platform} (unattended) {profile}'s platform rule turns hard stops on whatever hard_stop_enabled says; sweep tool_loop_guardrails.non_interactive_hard_stop_enabled, or use an attended platform"
+        );
+    }
     format!(
-        "every value gives {} the same engine as its own config (under {profile}, a rule such as unattended hard stops may decide it)",
+        "every value gives {} under {profile} the same engine as its own config",
         sc.file.name
     )
 }
