@@ -639,6 +639,19 @@ fn bad_flags_name_the_flag() {
             "invalid value 'shufle'",
         ),
         (
+            vec![
+                "sweep",
+                "scenarios/poller-exempt.toml",
+                "--grid",
+                "tool_loop_guardrails.hard_stop_enabled=true,false",
+                "--platform",
+                "telegram",
+                "--out",
+                o,
+            ],
+            "on telegram (unattended) hermes-main's platform rule turns hard stops on whatever hard_stop_enabled says",
+        ),
+        (
             vec!["gate", "--baseline", "x.json", "--max-increase", "five"],
             "--max-increase `five`",
         ),
