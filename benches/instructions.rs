@@ -83,6 +83,7 @@ fn sweep_step() -> (SweepSpec, Vec<Scenario>) {
                 .unwrap(),
         ],
         seeds: (0, 8),
+        baseline: vec![],
     };
     (spec, scenarios)
 }

@@ -129,7 +129,7 @@ fn config_errors_name_the_file_and_line() {
     let o = loopsim(&["guard", "--config", missing.to_str().unwrap()], "");
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains(&format!("{}:0: `file`: cannot read", missing.display())),
+        stderr(&o).contains(&format!("{}: cannot read", missing.display())),
         "{}",
         stderr(&o)
     );

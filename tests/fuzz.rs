@@ -315,9 +315,6 @@ fn non_utf8_files_are_refused_naming_the_byte() {
     std::fs::write(&bad, b"name = \"caf\xe9\"\n").unwrap();
     let o = loopsim_in(Path::new(&dir), &["validate", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&o.stdout)
-            .contains("latin1.toml:0: file: not UTF-8 text (byte 11)")
-    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("latin1.toml: not UTF-8 text (byte 11)"));
     std::fs::remove_dir_all(dir).unwrap();
 }

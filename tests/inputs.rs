@@ -5,16 +5,13 @@
 mod common;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{loopsim_in, output_text, root};
+use common::{TempDir, loopsim_in, output_text, root};
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loopsim-inputs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmp(name: &str) -> TempDir {
+    TempDir::new(&format!("inputs-{name}"))
 }
 
 fn stdout(o: &std::process::Output) -> String {

@@ -443,7 +443,7 @@ fn bad_sweep_arguments_are_usage_errors() {
                 "--out",
                 o,
             ],
-            "no value changes the engine of any run: hermes-0.19.0 does not read `tool_loop_guardrails.loop_caps.max_web_searches`",
+            "no value changes any run: hermes-0.19.0 does not read `tool_loop_guardrails.loop_caps.max_web_searches`",
         ),
         (
             vec!["sweep", "--seeds", "9..3", "--out", o],

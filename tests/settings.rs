@@ -4,15 +4,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{loopsim_in, output_text, root};
+use common::{TempDir, loopsim_in, output_text, root};
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loopsim-settings-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmp(name: &str) -> TempDir {
+    TempDir::new(&format!("settings-{name}"))
 }
 
 fn loopsim(args: &[&str]) -> std::process::Output {
@@ -695,7 +692,7 @@ fn errors_name_the_right_place() {
             "duplicate-table",
             "[tools.read_file]\nlatency_s = 0.1",
             "[tools.read_file]\nlatency_s = 0.1\n[tools.read_file]\nlatency_s = 0.2",
-            "tools.read_file: duplicate key",
+            ":16: tools.read_file: duplicate table: already opened at line 14",
         ),
         (
             "times-and-until",

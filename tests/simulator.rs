@@ -622,6 +622,7 @@ fn check_determinism_and_counterfactual_replay_from_the_command_line() {
         "{stdout}"
     );
     let trace = out.join("trace.jsonl");
+    let what_if = out.join("what-if");
     let o = loopsim(&[
         "replay",
         trace.to_str().unwrap(),
@@ -629,6 +630,8 @@ fn check_determinism_and_counterfactual_replay_from_the_command_line() {
         "hermes-main",
         "--platform",
         "telegram",
+        "--out",
+        what_if.to_str().unwrap(),
     ]);
     assert_eq!(
         o.status.code(),

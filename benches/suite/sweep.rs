@@ -42,6 +42,7 @@ pub fn setup(seeds: u64) -> (SweepSpec, Vec<Scenario>, Plan) {
             Axis::parse("tool_loop_guardrails.warn_after.idempotent_no_progress=1..=2").unwrap(),
         ],
         seeds: (0, seeds),
+        baseline: vec![],
     };
     let plan = spec.plan().expect("plan");
     (spec, scenarios, plan)

@@ -308,10 +308,13 @@ impl EngineArgs {
             s += &format!(" --profile {p}");
         }
         if let Some(c) = &self.config {
-            s += &format!(" --config {}", c.display());
+            s += &format!(
+                " --config {}",
+                loopsim_report::shell::quote(&c.display().to_string())
+            );
         }
         if let Some(p) = &self.platform {
-            s += &format!(" --platform {p}");
+            s += &format!(" --platform {}", loopsim_report::shell::quote(p));
         }
         s
     }

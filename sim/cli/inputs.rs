@@ -1,7 +1,6 @@
 //! Loading what commands read: scenarios (files, folders, the suite), config files, engine
 //! flags; and printing what loopsim has to say about them (warnings name file, line and key).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,7 +9,7 @@ use loopsim_engine::profile::ProfileName;
 use loopsim_world::bridge::EngineChoice;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::RunOptions;
-use loopsim_world::user_config::{Diagnostic, UserConfig};
+use loopsim_world::user_config::UserConfig;
 
 use crate::args::EngineArgs;
 use crate::out::warn;
@@ -102,44 +101,27 @@ pub fn user_config(path: Option<&Path>) -> Result<Option<Arc<UserConfig>>> {
         .transpose()
 }
 
-/// Warns about a platform name Hermes does not ship.
-pub fn check_platform(platform: Option<&str>) {
+/// Refuses an empty `--platform` and warns about a name Hermes does not ship.
+pub fn check_platform(platform: Option<&str>) -> Result<()> {
+    if platform.is_some_and(|p| p.trim().is_empty()) {
+        bail!(
+            "--platform: give a platform name (`loopsim codes` lists them), or leave the flag out for the scenario's own"
+        );
+    }
     if let Some(w) = platform.and_then(loopsim_engine::platform::warning) {
         warn(format!("--platform: {w}"));
     }
+    Ok(())
 }
 
-/// Everything worth a warning about the config of these runs: unknown keys of the user's
-/// file (per profile), and every value Hermes would replace, each once.
+/// Prints every warning about the config of these runs (see
+/// [`loopsim_world::user_config::run_warnings`]).
 pub fn config_warnings(
     runs: &[(&Scenario, ProfileName)],
     platform: Option<&str>,
     user: Option<&UserConfig>,
 ) -> Result<()> {
-    let mut seen: BTreeSet<Diagnostic> = BTreeSet::new();
-    let mut profiles: Vec<ProfileName> = runs.iter().map(|r| r.1).collect();
-    profiles.sort();
-    profiles.dedup();
-    if let Some(u) = user {
-        for p in &profiles {
-            seen.extend(u.key_warnings(*p));
-        }
-    }
-    for (sc, profile) in runs {
-        let cfg = sc.engine_config_over(*profile, platform, user)?;
-        for n in &cfg.notes {
-            seen.insert(match user {
-                Some(u) => u.note_warning(n, &sc.path),
-                None => Diagnostic {
-                    file: sc.path.clone(),
-                    line: n.line,
-                    key: n.key.clone(),
-                    message: format!("{} (as Hermes does)", n.message),
-                },
-            });
-        }
-    }
-    for d in seen {
+    for d in loopsim_world::user_config::run_warnings(runs, platform, user)? {
         warn(d);
     }
     Ok(())

@@ -12,7 +12,6 @@ mod args;
 mod cmd;
 mod inputs;
 mod out;
-mod report;
 mod suite;
 
 use args::{Cli, Command};
@@ -181,6 +180,18 @@ fn main() -> ExitCode {
         }
     };
     out::set_quiet(cli.quiet);
+    // A file-size limit (ulimit -f) is a write error like a full disk, so the outputs are
+    // rolled back, instead of a signal that kills the process mid-write.
+    // SAFETY: setting a signal's disposition to "ignore" before any thread starts.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    // Ctrl-C, SIGTERM or SIGHUP: no temporary of an unfinished output stays behind.
+    let _ = ctrlc::set_handler(|| {
+        loopsim_world::temporaries::remove_all();
+        std::process::exit(130);
+    });
     let result = dispatch(&cli);
     out::flush();
     match result {

@@ -11,7 +11,8 @@ pub fn set_quiet(q: bool) {
     QUIET.store(q, Ordering::Relaxed);
 }
 
-/// Stdout was closed by its reader: nothing more to say, and not an error.
+/// Stdout was closed by its reader while a stream (`guard`) was answering: nothing more to
+/// say, and not an error.
 #[derive(Debug)]
 pub struct BrokenPipe;
 
@@ -35,10 +36,20 @@ impl fmt::Display for CheckFailed {
 
 impl std::error::Error for CheckFailed {}
 
+/// Stdout's reader has gone: later output is dropped, and the command finishes (its files,
+/// its exit code) as if it had been read.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
 fn write(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    if CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     match out.write_fmt(args) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(BrokenPipe.into()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
         Err(e) => Err(anyhow::Error::new(e).context("writing to stdout")),
         Ok(()) => Ok(()),
     }

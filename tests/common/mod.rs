@@ -103,3 +103,36 @@ pub fn hermes_python_or_skip(what: &str) -> Option<PathBuf> {
         }
     }
 }
+
+/// A scratch folder under the system's temporary folder, removed when dropped (also when
+/// the test fails).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A fresh, empty folder named for the test and this process.
+    pub fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("loopsim-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

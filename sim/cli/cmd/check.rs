@@ -139,8 +139,8 @@ pub struct GateArgs<'a> {
 pub fn run_gate(a: GateArgs<'_>) -> Result<()> {
     let tolerance = parse_fraction(a.max_increase)?;
     let path = a.baseline;
-    let text = std::fs::read(path)
-        .with_context(|| format!("{}: cannot read the baseline", path.display()))?;
+    let text = loopsim_world::input::read_bounded(path, 256 << 20, "baselines")
+        .with_context(|| format!("{}: the baseline", path.display()))?;
     let baseline: check::Baseline = serde_json::from_slice(&text)
         .with_context(|| format!("{}: not a loopsim baseline", path.display()))?;
     if baseline.format != check::Baseline::FORMAT {
@@ -149,6 +149,19 @@ pub fn run_gate(a: GateArgs<'_>) -> Result<()> {
             path.display(),
             baseline.format,
             check::Baseline::FORMAT
+        );
+    }
+    if !(1..=2).contains(&baseline.version) {
+        bail!(
+            "{}: version {} is not one this loopsim reads (1 or 2)",
+            path.display(),
+            baseline.version
+        );
+    }
+    if baseline.entries.is_empty() {
+        bail!(
+            "{}: the baseline has no runs, so it gates nothing (save one with `loopsim check --save-baseline`)",
+            path.display()
         );
     }
     let scenarios = baseline_scenarios(&baseline, a.suite)?;

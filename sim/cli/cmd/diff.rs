@@ -26,7 +26,7 @@ pub fn run(
         bail!("diff compares two engines: give --engine twice (or neither)");
     }
     let sc = inputs::scenario(path)?;
-    inputs::check_platform(args.platform.as_deref());
+    inputs::check_platform(args.platform.as_deref())?;
     let base = inputs::run_options(args)?;
     let profile = args.profile.unwrap_or(sc.profile);
     inputs::config_warnings(

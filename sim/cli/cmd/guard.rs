@@ -16,16 +16,13 @@ fn load_config(
     config: Option<&Path>,
     platform: Option<&str>,
 ) -> Result<EngineConfig> {
-    inputs::check_platform(platform);
+    inputs::check_platform(platform)?;
     let Some(user) = inputs::user_config(config)? else {
         return Ok(EngineConfig::new(profile, platform));
     };
-    for w in user.key_warnings(profile) {
+    let (cfg, warnings) = user.diagnostics(profile, platform)?;
+    for w in warnings {
         warn(w);
-    }
-    let cfg = EngineConfig::from_node(profile, platform, &user.root, &user.file)?;
-    for note in &cfg.notes {
-        warn(user.note_warning(note, &user.file));
     }
     Ok(cfg)
 }

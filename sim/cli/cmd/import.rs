@@ -14,8 +14,9 @@ use loopsim_world::sim::RunOptions;
 
 use crate::args::Format;
 use crate::out::{emit, say};
-use crate::report;
 use crate::run_to_memory;
+use loopsim_report::report_files;
+use loopsim_report::shell::quote;
 
 #[allow(clippy::too_many_arguments)]
 pub fn run(
@@ -118,19 +119,43 @@ pub fn run(
     // Every file is staged and put in place together (the scenario last), so a failure
     // leaves neither half a file nor a new scenario beside an old trace.
     let mut outputs = Outputs::new();
-    let rerun = format!("loopsim replay {}", dir.join("trace.jsonl").display());
+    let rerun = format!(
+        "loopsim replay {}",
+        quote(&dir.join("trace.jsonl").display().to_string())
+    );
     let runs = vec![ReportRun {
         label: "recorded".into(),
         metrics: RunMetrics::from_summary(&summary, ""),
         summary: summary.clone(),
     }];
-    report::stage(&mut outputs, &dir, &runs, &[], &rerun, &trace_bytes)?;
+    report_files::stage(&mut outputs, &dir, &runs, &[], &rerun, &trace_bytes)?;
     outputs
         .write(&scenario_path, imported.scenario.as_bytes())
         .with_context(|| format!("{}: cannot write", dir.display()))?;
     outputs
         .commit()
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.display()))?;
+    if format == Format::Json {
+        let s = &runs[0].summary;
+        emit!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "session": imported.session.id,
+                "rows": r.rows,
+                "turns": r.turns.len(),
+                "model_calls": r.model_calls(),
+                "tool_calls": r.tool_calls(),
+                "profile": imported.profile.as_str(),
+                "estimated": imported.estimated,
+                "warnings": imported.warnings,
+                "missing_columns": imported.missing_columns,
+                "as_recorded": s,
+                "scenario": shown,
+                "trace": dir.join("trace.jsonl").display().to_string(),
+            }))?
+        );
+        return Ok(());
+    }
     let decisions: Vec<String> = r
         .turns
         .iter()

@@ -18,27 +18,25 @@ use loopsim_world::user_config::UserConfig;
 use crate::args::{EngineArgs, Format};
 use crate::inputs;
 use crate::out::{CheckFailed, emit, say};
-use crate::report;
 use crate::run_to_memory;
+use loopsim_report::report_files;
+use loopsim_report::shell::quote;
 
 /// The scenario a trace carries (or, for a version 1 trace, names by path), checked against
 /// the hash the trace recorded.
 fn trace_scenario(h: &Header, shown: &str, trace_path: &Path) -> Result<Scenario> {
-    let sc = match &h.scenario_text {
-        // Parsed under its own path, so the replayed header is the recorded one.
-        Some(text) => Scenario::parse(text, &h.scenario_path)
-            .with_context(|| format!("{shown}:1: the scenario the trace carries"))?,
-        None => {
-            let named = PathBuf::from(&h.scenario_path);
-            let beside = trace_path.parent().map(|d| d.join(&named));
-            let path = if named.exists() {
-                named
-            } else {
-                beside.filter(|b| b.exists()).unwrap_or(named)
-            };
-            inputs::scenario(&path).with_context(|| format!("{shown}: the trace's scenario"))?
-        }
+    if let Some(sc) = trace::carried_scenario(h, shown)? {
+        return Ok(sc);
+    }
+    // A version 1 trace names its scenario by path: here, or beside the trace.
+    let named = PathBuf::from(&h.scenario_path);
+    let beside = trace_path.parent().map(|d| d.join(&named));
+    let path = if named.exists() {
+        named
+    } else {
+        beside.filter(|b| b.exists()).unwrap_or(named)
     };
+    let sc = inputs::scenario(&path).with_context(|| format!("{shown}: the trace's scenario"))?;
     if sc.content_hash.hex() != h.scenario_hash {
         bail!(
             "{shown}:1: scenario_hash: {} has changed since the trace was recorded",
@@ -56,15 +54,22 @@ fn what_if_dir(name: &str, engine: &EngineArgs) -> PathBuf {
         parts.push(p.to_string());
     }
     if let Some(p) = &engine.platform {
-        parts.push(report::slug(p));
+        parts.push(loopsim_report::plots::slug(p));
     }
     if let Some(c) = &engine.config {
         let stem = c
             .file_stem()
             .map_or("config".into(), |s| s.to_string_lossy().into_owned());
-        parts.push(report::slug(&stem));
+        parts.push(loopsim_report::plots::slug(&stem));
     }
     PathBuf::from("reports").join(parts.join("-"))
+}
+
+/// The rerun line of the report in `dir`, if it holds one.
+fn existing_rerun(dir: &Path) -> Option<String> {
+    let bytes = std::fs::read(dir.join("summary.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    v.get("rerun")?.as_str().map(str::to_string)
 }
 
 /// The events of a trace: neither header nor end line (they differ by construction).
@@ -140,7 +145,7 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
             .into()),
         };
     }
-    inputs::check_platform(engine.platform.as_deref());
+    inputs::check_platform(engine.platform.as_deref())?;
     let series = RunOptions {
         record_series: true,
         ..base.clone()
@@ -165,9 +170,24 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         what_if.config.as_deref(),
     )?;
     let (after, after_trace) = run_to_memory(&sc, &what_if)?;
-    let dir = out
-        .cloned()
-        .unwrap_or_else(|| what_if_dir(&sc.file.name, engine));
+    let rerun = format!("loopsim replay {}{}", quote(&shown), engine.flags());
+    let dir = match out {
+        Some(d) => d.clone(),
+        None => {
+            // The default folder is named by what the what-if changes; it never replaces the
+            // report of another what-if (another trace, say) without being told to.
+            let d = what_if_dir(&sc.file.name, engine);
+            if let Some(other) = existing_rerun(&d)
+                && other != rerun
+            {
+                bail!(
+                    "{} holds the report of another what-if (rerun: {other}); give --out DIR, or remove it",
+                    d.display()
+                );
+            }
+            d
+        }
+    };
     let label_of = |s: &RunSummary, what: &str| {
         let platform = s.platform.as_deref().unwrap_or("no platform");
         if s.recorded {
@@ -188,9 +208,8 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
             summary: after.clone(),
         },
     ];
-    let rerun = format!("loopsim replay {shown}{}", engine.flags());
     let mut outputs = Outputs::new();
-    report::stage(&mut outputs, &dir, &runs, &[], &rerun, &after_trace)?;
+    report_files::stage(&mut outputs, &dir, &runs, &[], &rerun, &after_trace)?;
     outputs
         .commit()
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.display()))?;
@@ -232,7 +251,10 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         "| run | engine | calls | input tokens | output tokens | cost | duration | first warning or notice | stop |"
     );
     say!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    say!("{}", row("recorded", &before));
+    say!(
+        "{}",
+        row(if own_decisions { "recorded" } else { "traced" }, &before)
+    );
     say!("{}", row("counterfactual", &after));
     say!(
         "saved: {} calls, {} input tokens, {}, {:.1} min; {}",

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use loopsim_engine::profile::ProfileName;
 use loopsim_report::markdown::ReportRun;
 use loopsim_report::metrics::RunMetrics;
@@ -15,8 +15,9 @@ use loopsim_world::sim::RunOptions;
 use crate::args::{EngineArgs, Format, Schedule};
 use crate::inputs;
 use crate::out::{CheckFailed, emit, say, say_raw};
-use crate::report;
 use crate::run_to_memory;
+use loopsim_report::report_files;
+use loopsim_report::shell::quote;
 
 pub struct Args<'a> {
     pub path: &'a Path,
@@ -33,7 +34,10 @@ pub struct Args<'a> {
 
 /// Every flag that changes the result, so the line reproduces the run.
 fn rerun_command(a: &Args<'_>, seed: u64) -> String {
-    let mut cmd = format!("loopsim run {} --seed {seed}", a.path.display());
+    let mut cmd = format!(
+        "loopsim run {} --seed {seed}",
+        quote(&a.path.display().to_string())
+    );
     cmd += &a.engine.flags();
     if a.schedule == Schedule::Shuffle {
         cmd += " --schedule shuffle";
@@ -48,10 +52,10 @@ fn rerun_command(a: &Args<'_>, seed: u64) -> String {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        cmd += &format!(" --compare-configs {}", names.join(","));
+        cmd += &format!(" --compare-configs {}", quote(&names.join(",")));
     }
     if a.guard_engine != "builtin" {
-        cmd += &format!(" --engine {}", a.guard_engine);
+        cmd += &format!(" --engine {}", quote(a.guard_engine));
     }
     cmd
 }
@@ -63,12 +67,22 @@ fn label(profile: &str, platform: Option<&str>, what: &str) -> String {
 
 pub fn run(a: Args<'_>) -> Result<()> {
     let choice = inputs::parse_engine(a.guard_engine)?;
+    for (i, p) in a.compare_profiles.iter().enumerate() {
+        if a.compare_profiles[..i].contains(p) {
+            bail!("--compare-profiles: {p} is listed twice");
+        }
+    }
+    for (i, c) in a.compare_configs.iter().enumerate() {
+        if a.compare_configs[..i].contains(c) {
+            bail!("--compare-configs: {} is listed twice", c.display());
+        }
+    }
     let sc = inputs::scenario(a.path)?;
     let mut opts = inputs::run_options(a.engine)?;
     opts.seed = a.seed;
     let profile = a.engine.profile.unwrap_or(sc.profile);
     inputs::check_engine_profile(&choice, profile)?;
-    inputs::check_platform(a.engine.platform.as_deref());
+    inputs::check_platform(a.engine.platform.as_deref())?;
     let compared_configs: Vec<_> = a
         .compare_configs
         .iter()
@@ -143,12 +157,35 @@ pub fn run(a: Args<'_>) -> Result<()> {
             s,
         ));
     }
-    // Expectations hold for the scenario as written; an overridden engine is a what-if.
-    let verdicts = if a.engine.is_set() {
+    // Expectations are checked for every engine `loopsim check` checks them under (the
+    // scenario's profile and those its [expect] lists, with any config file), so a check's
+    // rerun line shows the failure; another profile or platform is a what-if.
+    let listed = |p: ProfileName| {
+        p == sc.profile
+            || sc
+                .file
+                .expect
+                .profiles
+                .iter()
+                .any(|q| q.get_ref() == p.as_str())
+    };
+    let what_if = match (a.engine.platform.as_ref(), a.engine.profile) {
+        (Some(p), _) => Some(format!("--platform {p}")),
+        (None, Some(p)) if sc.file.recorded || !listed(p) => Some(format!("--profile {p}")),
+        _ => None,
+    };
+    let verdicts = if what_if.is_some() {
         vec![]
     } else {
         loopsim_report::check::verdicts(&sc, &runs[0].1)
     };
+    if let Some(why) = &what_if
+        && !loopsim_report::check::verdicts(&sc, &runs[0].1).is_empty()
+    {
+        crate::out::warn(format!(
+            "expectations not checked: {why} makes this a what-if (`loopsim check` does not run the scenario that way)"
+        ));
+    }
     let report_runs: Vec<ReportRun> = runs
         .into_iter()
         .map(|(label, s)| ReportRun {
@@ -159,7 +196,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
         .collect();
     let rerun = rerun_command(&a, report_runs[0].summary.seed);
     let mut out = Outputs::new();
-    let staged = report::stage(
+    let staged = report_files::stage(
         &mut out,
         &dir,
         &report_runs,

@@ -48,7 +48,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
     let seeds = sweep::parse_seeds(a.seeds)?;
     let profiles = sweep::parse_profiles(a.profiles)?;
     let shard = a.shard.map(sweep::parse_shard).transpose()?;
-    inputs::check_platform(a.platform);
+    inputs::check_platform(a.platform)?;
     let user = inputs::user_config(a.config)?;
     let loaded = inputs::scenarios(a.paths, a.suite)?;
     let checks: Vec<(&Scenario, ProfileName)> = loaded
@@ -79,11 +79,14 @@ pub fn run(a: Args<'_>) -> Result<()> {
         config: user.as_ref().map(|u| (u.file.clone(), u.hash.hex())),
         axes,
         seeds: (seeds.start, seeds.end),
+        baseline: vec![],
     };
+    let mut spec = spec;
     let report = spec.validate(&scenarios)?;
     for w in &report.warnings {
         warn(w);
     }
+    spec.baseline = report.baseline;
     let plan = spec.plan()?;
     let total = plan.len();
     let (first, step) = match shard {
@@ -171,12 +174,18 @@ fn finish(
             &serde_json::to_vec_pretty(manifest)?,
         )
         .with_context(ctx)?;
-    if manifest.shard.is_some() {
+    if let Some((k, n)) = manifest.shard {
         outputs.commit().with_context(ctx)?;
-        say!(
-            "shard: {runs} runs written to {} (combine shards with `loopsim merge`)",
-            dir.display()
-        );
+        match format {
+            Format::Json => emit!(
+                "{}",
+                serde_json::json!({"shard": [k, n], "runs": runs, "out": dir.display().to_string()})
+            ),
+            Format::Text => say!(
+                "shard: {runs} runs written to {} (combine shards with `loopsim merge`)",
+                dir.display()
+            ),
+        }
         return Ok(());
     }
     let aggs = agg.finish();
@@ -229,18 +238,21 @@ pub fn merge(shards: &[PathBuf], out: &Path, format: Format) -> Result<()> {
     let mut parts = Vec::new();
     let mut total = None;
     for dir in shards {
-        let m: Manifest =
-            serde_json::from_slice(&std::fs::read(dir.join("sweep.json")).with_context(|| {
-                format!("{}: not a sweep folder (no sweep.json)", dir.display())
-            })?)
+        let manifest = loopsim_world::input::read_bounded(
+            &dir.join("sweep.json"),
+            64 << 20,
+            "sweep manifests",
+        )
+        .with_context(|| format!("{}: not a sweep folder (sweep.json)", dir.display()))?;
+        let m: Manifest = serde_json::from_slice(&manifest)
             .with_context(|| format!("{}/sweep.json", dir.display()))?;
         if total.is_some_and(|t| t != m.total_jobs) {
             bail!("{}: the shards come from different sweeps", dir.display());
         }
         total = Some(m.total_jobs);
         let csv_path = dir.join("sweep.csv");
-        let bytes = std::fs::read(&csv_path)
-            .with_context(|| format!("{}: cannot read", csv_path.display()))?;
+        let bytes = loopsim_world::input::read_bounded(&csv_path, 16 << 30, "sweep rows")
+            .with_context(|| csv_path.display().to_string())?;
         if bytes.is_empty() {
             bail!(
                 "{}: empty (not even a header): the shard did not finish",
@@ -248,6 +260,21 @@ pub fn merge(shards: &[PathBuf], out: &Path, format: Format) -> Result<()> {
             );
         }
         let rows = metrics::from_csv(&bytes).with_context(|| csv_path.display().to_string())?;
+        // A shard holds every job whose index is K-1 modulo N.
+        let expected = match m.shard {
+            Some((k, n)) if k == 0 || k > n => {
+                bail!("{}/sweep.json: shard {k}/{n} is not a shard", dir.display())
+            }
+            Some((k, n)) => m.total_jobs.saturating_sub(k - 1).div_ceil(n),
+            None => m.total_jobs,
+        };
+        if rows.len() as u64 != expected {
+            bail!(
+                "{}: {} of the shard's {expected} rows (it did not finish)",
+                csv_path.display(),
+                rows.len()
+            );
+        }
         parts.push((m.spec, rows));
     }
     let total = total.unwrap_or(0);

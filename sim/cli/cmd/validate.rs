@@ -1,14 +1,12 @@
 //! `loopsim validate`: load and check inputs without running anything.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use loopsim_engine::config::EngineConfig;
 use loopsim_engine::profile::ProfileName;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::trace;
-use loopsim_world::user_config::UserConfig;
+use loopsim_world::user_config::{Diagnostic, UserConfig};
 
 use crate::args::Format;
 use crate::inputs;
@@ -54,18 +52,30 @@ fn config(path: &Path, profile: Option<ProfileName>) -> Checked {
     let checked = UserConfig::load(path)
         .map_err(|e| e.to_string())
         .and_then(|u| {
-            let mut warnings = BTreeSet::new();
+            let mut all: Vec<(Diagnostic, ProfileName)> = Vec::new();
             for p in &profiles {
-                warnings.extend(u.key_warnings(*p).into_iter().map(|w| w.to_string()));
-                let cfg = EngineConfig::from_node(*p, None, &u.root, &u.file)
-                    .map_err(|e| e.to_string())?;
-                warnings.extend(
-                    cfg.notes
-                        .iter()
-                        .map(|n| format!("{} (under {p})", u.note_warning(n, &u.file))),
-                );
+                let (_, warnings) = u.diagnostics(*p, None).map_err(|e| e.to_string())?;
+                all.extend(warnings.into_iter().map(|w| (w, *p)));
             }
-            Ok(warnings.into_iter().collect::<Vec<_>>())
+            // In file order; a warning every profile gives is listed once, others name theirs.
+            all.sort();
+            let mut lines: Vec<String> = Vec::new();
+            for (w, _) in &all {
+                let under: Vec<&str> = all
+                    .iter()
+                    .filter(|(x, _)| x == w)
+                    .map(|(_, q)| q.as_str())
+                    .collect();
+                let line = if under.len() == profiles.len() {
+                    w.to_string()
+                } else {
+                    format!("{w} (under {})", under.join(", "))
+                };
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+            Ok(lines)
         });
     match checked {
         Ok(warnings) => Checked {
@@ -98,10 +108,7 @@ fn trace_file(path: &Path) -> Checked {
         .map_err(|e| e.to_string())
         .and_then(|bytes| {
             let h = trace::verify(&bytes, &file).map_err(|e| e.to_string())?;
-            if let Some(text) = &h.scenario_text {
-                Scenario::parse(text, &format!("{file} (its scenario {})", h.scenario_path))
-                    .map_err(|e| e.to_string())?;
-            }
+            trace::carried_scenario(&h, &file).map_err(|e| e.to_string())?;
             let lines = bytes.iter().filter(|&&b| b == b'\n').count();
             Ok(format!(
                 "trace of `{}` seed {} under {}, {lines} lines, whole and unedited",

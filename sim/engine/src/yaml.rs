@@ -43,6 +43,11 @@ impl Node {
         }
     }
 
+    /// The value at a dotted path of string keys (`tool_loop_guardrails.warn_after`).
+    pub fn at(&self, path: &str) -> Option<&Node> {
+        path.split('.').try_fold(self, |n, part| n.get(part))
+    }
+
     pub fn is_map(&self) -> bool {
         matches!(self.value, Yaml::Map(_))
     }
@@ -340,8 +345,11 @@ pub fn parse(text: &str) -> Result<Node, YamlError> {
                     return Err(depth_error(line, col, true));
                 }
                 charge(a.cost)?;
+                // The value is the anchor's; its place in the file is the alias's.
+                let mut node = a.node.clone();
+                node.line = line;
                 Some(Done {
-                    node: a.node.clone(),
+                    node,
                     anchor: 0,
                     height: a.height,
                     cost: a.cost,
@@ -505,6 +513,9 @@ mod tests {
         assert_eq!(c.get("x").unwrap().value, Yaml::Int(1));
         assert_eq!(c.get("y").unwrap().value, Yaml::Int(2));
         assert_eq!(parse("").unwrap().value, Yaml::Null);
+        // An alias's value sits on the alias's line (where a warning about it points).
+        let aliased = parse("base: &v 0\nx: 1\ny: 2\nz: *v\n").unwrap();
+        assert_eq!(aliased.get("z").unwrap().line, 4);
         let err = parse("a: [1, 2\nb: 3").unwrap_err();
         assert!(err.line >= 1, "{err}");
     }

@@ -149,7 +149,11 @@ impl Scratch {
             #[cfg(unix)]
             std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
             match builder.create(&dir) {
-                Ok(()) => return Ok(Scratch { dir }),
+                Ok(()) => {
+                    // An interrupted import removes it too (the CLI's signal handler).
+                    loopsim_world::temporaries::track(&dir);
+                    return Ok(Scratch { dir });
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
                 Err(e) => return Err(e),
             }
@@ -161,6 +165,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        loopsim_world::temporaries::untrack(&self.dir);
     }
 }
 

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::RunMetrics;
+use crate::shell::quote;
 
 /// One scenario x seed x profile, checked.
 #[derive(Clone, Debug, Serialize)]
@@ -112,12 +113,12 @@ pub fn run_checks(
                 profile: profile.to_string(),
                 message: e.to_string(),
             })?;
-            let mut rerun = format!("loopsim run {} --seed {seed}", sc.path);
+            let mut rerun = format!("loopsim run {} --seed {seed}", quote(&sc.path));
             if profile != sc.profile {
                 rerun += &format!(" --profile {profile}");
             }
             if let Some(c) = config {
-                rerun += &format!(" --config {}", c.file);
+                rerun += &format!(" --config {}", quote(&c.file));
             }
             Ok(Case {
                 scenario: sc.file.name.clone(),
@@ -140,7 +141,7 @@ pub fn text_report(cases: &[Case]) -> String {
         if c.unchecked() {
             let _ = writeln!(
                 o,
-                "none {} seed {} {}: no expectations (the scenario has no [expect] block and is not labelled healthy)",
+                "none {} seed {} {}: no expectations (its [expect] states none to check, and it is not labelled healthy)",
                 c.scenario, c.seed, c.profile
             );
         }

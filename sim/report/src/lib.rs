@@ -10,5 +10,7 @@ pub mod output;
 pub mod plot;
 pub mod plots;
 pub mod range;
+pub mod report_files;
+pub mod shell;
 pub mod summary;
 pub mod sweep;

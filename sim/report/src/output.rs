@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use loopsim_world::temporaries::{track, untrack};
+
 /// A file being written; it appears under its name only on [`AtomicFile::commit`].
 pub struct AtomicFile {
     tmp: PathBuf,
@@ -24,6 +26,7 @@ impl AtomicFile {
             .unwrap_or_default();
         let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
         let out = BufWriter::new(File::create(&tmp)?);
+        track(&tmp);
         Ok(AtomicFile {
             tmp,
             dest: dest.to_path_buf(),
@@ -36,7 +39,9 @@ impl AtomicFile {
         let out = self.out.take().expect("not committed yet");
         let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
-        std::fs::rename(&self.tmp, &self.dest)
+        std::fs::rename(&self.tmp, &self.dest)?;
+        untrack(&self.tmp);
+        Ok(())
     }
 }
 
@@ -53,6 +58,7 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.out.is_some() {
             let _ = std::fs::remove_file(&self.tmp);
+            untrack(&self.tmp);
         }
     }
 }
@@ -75,6 +81,8 @@ pub struct Outputs {
     created: Vec<PathBuf>,
     /// Private folders that other writers (plots) fill.
     staging: Vec<PathBuf>,
+    /// Old files of an earlier run this command's outputs make stale (removed on commit).
+    stale: Vec<PathBuf>,
     committed: bool,
 }
 
@@ -122,6 +130,7 @@ impl Outputs {
         }
         let tmp = tmp_name(dest, "tmp");
         let out = BufWriter::new(File::create(&tmp)?);
+        track(&tmp);
         Ok(AtomicFile {
             tmp,
             dest: dest.to_path_buf(),
@@ -141,6 +150,7 @@ impl Outputs {
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&staged.0);
+                untrack(&staged.0);
                 Err(e)
             }
         }
@@ -155,6 +165,7 @@ impl Outputs {
             std::fs::remove_dir_all(&s)?;
         }
         std::fs::create_dir(&s)?;
+        track(&s);
         self.staging.push(s.clone());
         Ok(s)
     }
@@ -169,6 +180,12 @@ impl Outputs {
             self.staged.push((staging.join(n), dir.join(n)));
         }
         Ok(names)
+    }
+
+    /// Removes `path` when the command's outputs are put in place (an old file that would
+    /// otherwise sit beside the new ones as if it were theirs).
+    pub fn remove_on_commit(&mut self, path: &Path) {
+        self.stale.push(path.to_path_buf());
     }
 
     /// Every destination staged so far.
@@ -196,6 +213,7 @@ impl Outputs {
                     failure = Some(e);
                     break;
                 }
+                track(&b);
                 Some(b)
             } else {
                 None
@@ -203,17 +221,20 @@ impl Outputs {
             if let Err(e) = std::fs::rename(tmp, dest) {
                 if let Some(b) = &backup {
                     let _ = std::fs::rename(b, dest);
+                    untrack(b);
                 }
                 failure = Some(e);
                 break;
             }
+            untrack(tmp);
             done.push((dest.clone(), backup));
         }
         if let Some(e) = failure {
             for (dest, backup) in done.into_iter().rev() {
                 match backup {
                     Some(b) => {
-                        let _ = std::fs::rename(b, &dest);
+                        let _ = std::fs::rename(&b, &dest);
+                        untrack(&b);
                     }
                     None => {
                         let _ = std::fs::remove_file(&dest);
@@ -222,9 +243,13 @@ impl Outputs {
             }
             return Err(e);
         }
+        for p in &self.stale {
+            let _ = std::fs::remove_file(p);
+        }
         for (_, backup) in done {
             if let Some(b) = backup {
-                let _ = std::fs::remove_file(b);
+                let _ = std::fs::remove_file(&b);
+                untrack(&b);
             }
         }
         self.committed = true;
@@ -237,10 +262,12 @@ impl Drop for Outputs {
         if !self.committed {
             for (tmp, _) in &self.staged {
                 let _ = std::fs::remove_file(tmp);
+                untrack(tmp);
             }
         }
         for s in &self.staging {
             let _ = std::fs::remove_dir_all(s);
+            untrack(s);
         }
         if !self.committed {
             for d in self.created.iter().rev() {

@@ -55,7 +55,7 @@ pub fn default_labels(runs: &[RunSummary]) -> Vec<RunLabel> {
 }
 
 /// Letters, digits, `.`, `_` and `-` kept; any other run of characters becomes one `-`.
-fn slug(label: &str) -> String {
+pub fn slug(label: &str) -> String {
     let mut out = String::new();
     for c in label.chars() {
         if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
@@ -325,69 +325,81 @@ pub fn sweep_plots(
         return Ok(vec![]);
     };
     let y = spec.axes.get(1);
-    let profile = aggs
-        .iter()
-        .find(|a| !a.setting.is_empty())
-        .map(|a| a.profile.clone())
-        .unwrap_or_default();
-    // Mean over any further axes, for the first profile.
-    let cell = |xv: &str, yv: Option<&str>, f: &dyn Fn(&Aggregate) -> f64| -> Option<f64> {
-        let hits: Vec<f64> = aggs
-            .iter()
-            .filter(|a| a.profile == profile && !a.setting.is_empty())
-            .filter(|a| {
-                let parts: Vec<&str> = a.setting.split(';').collect();
-                let has = |key: &str, v: &str| parts.contains(&format!("{key}={v}").as_str());
-                has(&x.key, xv) && y.zip(yv).is_none_or(|(y, yv)| has(&y.key, yv))
-            })
-            .map(f)
-            .collect();
-        (!hits.is_empty()).then(|| hits.iter().sum::<f64>() / hits.len() as f64)
-    };
-    let charts: [(&str, &str, &str, bool, Metric); 2] = [
-        (
-            "heatmap-waste",
-            "wasted dollars per loop run (mean)",
-            "$ wasted",
-            false,
-            |a| a.waste_usd_mean,
-        ),
-        (
-            "heatmap-false-stops",
-            "healthy runs stopped",
-            "false stops",
-            true,
-            |a| a.false_stop_rate,
-        ),
-    ];
-    for (stem, title, value_label, percent, f) in charts {
-        let row = |yv: Option<&str>| -> Vec<Option<f64>> {
-            x.values.iter().map(|xv| cell(xv, yv, &f)).collect()
+    // One pair of heatmaps per profile the sweep ran (a mean over any further axes).
+    let mut profiles: Vec<&str> = Vec::new();
+    for a in aggs.iter().filter(|a| !a.setting.is_empty()) {
+        if !profiles.contains(&a.profile.as_str()) {
+            profiles.push(&a.profile);
+        }
+    }
+    for profile in &profiles {
+        let cell = |xv: &str, yv: Option<&str>, f: &dyn Fn(&Aggregate) -> f64| -> Option<f64> {
+            let hits: Vec<f64> = aggs
+                .iter()
+                .filter(|a| a.profile == *profile && !a.setting.is_empty())
+                .filter(|a| {
+                    let parts: Vec<&str> = a.setting.split(';').collect();
+                    let has = |key: &str, v: &str| parts.contains(&format!("{key}={v}").as_str());
+                    has(&x.key, xv) && y.zip(yv).is_none_or(|(y, yv)| has(&y.key, yv))
+                })
+                .map(f)
+                .collect();
+            (!hits.is_empty()).then(|| hits.iter().sum::<f64>() / hits.len() as f64)
         };
-        files.extend(match y {
-            Some(y) => plot::heatmap(
-                dir,
-                stem,
-                title,
-                &x.key,
-                &x.values,
-                &y.key,
-                &y.values,
-                &y.values.iter().map(|yv| row(Some(yv))).collect::<Vec<_>>(),
-                value_label,
-                percent,
-            )?,
-            None => plot::heatmap_row(
-                dir,
-                stem,
-                title,
-                &x.key,
-                &x.values,
-                &row(None),
-                value_label,
-                percent,
-            )?,
-        });
+        let charts: [(&str, &str, &str, bool, Metric); 2] = [
+            (
+                "heatmap-waste",
+                "wasted dollars per loop run (mean)",
+                "$ wasted",
+                false,
+                |a| a.waste_usd_mean,
+            ),
+            (
+                "heatmap-false-stops",
+                "healthy runs stopped",
+                "false stops",
+                true,
+                |a| a.false_stop_rate,
+            ),
+        ];
+        for (stem, title, value_label, percent, f) in charts {
+            // With several profiles each gets its own files, named and titled by it.
+            let (stem, title) = if profiles.len() > 1 {
+                (
+                    format!("{stem}-{}", slug(profile)),
+                    format!("{title} ({profile})"),
+                )
+            } else {
+                (stem.to_string(), title.to_string())
+            };
+            let row = |yv: Option<&str>| -> Vec<Option<f64>> {
+                x.values.iter().map(|xv| cell(xv, yv, &f)).collect()
+            };
+            files.extend(match y {
+                Some(y) => plot::heatmap(
+                    dir,
+                    &stem,
+                    &title,
+                    &x.key,
+                    &x.values,
+                    &y.key,
+                    &y.values,
+                    &y.values.iter().map(|yv| row(Some(yv))).collect::<Vec<_>>(),
+                    value_label,
+                    percent,
+                )?,
+                None => plot::heatmap_row(
+                    dir,
+                    &stem,
+                    &title,
+                    &x.key,
+                    &x.values,
+                    &row(None),
+                    value_label,
+                    percent,
+                )?,
+            });
+        }
     }
     files.extend(plot::pareto(
         dir,
@@ -398,14 +410,15 @@ pub fn sweep_plots(
         ),
         "healthy runs stopped (%)",
         "saved per loop run ($)",
-        &pareto_points(aggs),
+        &pareto_points(aggs, profiles.len() > 1),
     )?);
     Ok(file_names(&files))
 }
 
 /// One point per distinct (false stops, saving, frontier) place, in the order the settings come,
 /// labelled with the first setting there and how many others share it: `2 / 1 (+2 tied)`.
-fn pareto_points(aggs: &[Aggregate]) -> Vec<ParetoPoint> {
+/// With several profiles a label names the profile too (`hermes-main: 2 / 1`).
+fn pareto_points(aggs: &[Aggregate], name_profiles: bool) -> Vec<ParetoPoint> {
     let mut groups: Vec<(ParetoPoint, usize)> = Vec::new();
     for a in aggs {
         let (x, y) = (a.false_stop_rate * 100.0, a.saved_usd_mean);
@@ -418,7 +431,11 @@ fn pareto_points(aggs: &[Aggregate]) -> Vec<ParetoPoint> {
                 ParetoPoint {
                     x,
                     y,
-                    label: short_setting(&a.setting),
+                    label: if name_profiles {
+                        format!("{}: {}", a.profile, short_setting(&a.setting))
+                    } else {
+                        short_setting(&a.setting)
+                    },
                     on_frontier: a.pareto,
                 },
                 0,
@@ -805,7 +822,7 @@ mod tests {
             agg("k=2;w=4", 0.25, 0.04, true),
             agg("k=6;w=1", 0.0, 0.01, false),
         ];
-        let labels: Vec<(String, bool)> = pareto_points(&aggs)
+        let labels: Vec<(String, bool)> = pareto_points(&aggs, false)
             .into_iter()
             .map(|p| (p.label, p.on_frontier))
             .collect();
@@ -833,6 +850,7 @@ mod tests {
                 values: ["2", "3", "4", "5", "6"].map(String::from).to_vec(),
             }],
             seeds: (0, 4),
+            baseline: vec![],
         };
         let mut aggs = vec![agg("", 0.0, 0.0, false)];
         for (i, v) in spec.axes[0].values.iter().enumerate() {

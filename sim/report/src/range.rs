@@ -26,10 +26,12 @@ impl IntRange {
     }
 }
 
+/// A bound: a 64-bit integer (widened, so the range's arithmetic cannot overflow).
 fn int(s: &str, what: &str) -> Result<i128, String> {
     s.trim()
-        .parse()
-        .map_err(|_| format!("{what} `{}` is not an integer", s.trim()))
+        .parse::<i64>()
+        .map(i128::from)
+        .map_err(|_| format!("{what} `{}` is not a 64-bit integer", s.trim()))
 }
 
 /// `None` when `s` is not a range (no `..`); otherwise the range, or why it is not one.
@@ -78,5 +80,15 @@ mod tests {
         assert!(parse("0..4:0", true).unwrap().is_err());
         assert!(parse("a..4", true).unwrap().unwrap_err().contains("`a`"));
         assert!(parse("7", true).is_none());
+        // Extreme bounds are refused or counted without overflow.
+        let wide = parse("-9223372036854775808..=9223372036854775807", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(wide.len(), 1 << 64);
+        assert!(
+            parse("-170141183460469231731687303715884105728..=1", true)
+                .unwrap()
+                .is_err()
+        );
     }
 }

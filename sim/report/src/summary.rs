@@ -55,6 +55,12 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
         s.parent_exit_reason,
         mins(s.duration_us)
     );
+    if s.hit_horizon {
+        let _ = writeln!(
+            o,
+            "the run reached its horizon ([report] horizon_s, default 24 h, or 1,000,000 events) before it ended: every figure stops there"
+        );
+    }
     if let Some(st) = &s.settings {
         for (k, v) in st.lines() {
             match k.as_str() {

@@ -33,6 +33,7 @@
 pub mod bridge;
 pub mod clock;
 pub mod expect;
+pub mod input;
 pub mod model;
 pub mod recorded;
 pub mod rng;
@@ -40,5 +41,6 @@ pub mod scenario;
 pub mod scheduler;
 pub mod settings;
 pub mod sim;
+pub mod temporaries;
 pub mod trace;
 pub mod user_config;

@@ -188,7 +188,7 @@ impl Write for SharedBuf {
 
 /// A trace file that cannot be replayed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
+#[error("{}", if *line == 0 { format!("{file}: {message}") } else { format!("{file}:{line}: {message}") })]
 pub struct TraceError {
     pub file: String,
     pub line: usize,
@@ -196,7 +196,7 @@ pub struct TraceError {
 }
 
 /// Larger traces are refused: a run is capped at 1,000,000 events, far below this.
-pub const MAX_TRACE_BYTES: u64 = 2 << 30;
+pub const MAX_TRACE_BYTES: u64 = 1 << 30;
 
 /// Reads a trace file whole, refusing one larger than [`MAX_TRACE_BYTES`].
 pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, TraceError> {
@@ -206,16 +206,7 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, TraceError> {
         line: 0,
         message,
     };
-    let len = std::fs::metadata(path)
-        .map_err(|e| err(format!("cannot read: {e}")))?
-        .len();
-    if len > MAX_TRACE_BYTES {
-        return Err(err(format!(
-            "{len} bytes: loopsim reads traces of at most {} GiB",
-            MAX_TRACE_BYTES >> 30
-        )));
-    }
-    std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))
+    crate::input::read_bounded(path, MAX_TRACE_BYTES, "traces").map_err(|e| err(e.to_string()))
 }
 
 /// Reads and checks a trace's header line.
@@ -299,6 +290,31 @@ pub fn verify(bytes: &[u8], file: &str) -> Result<Header, TraceError> {
         ));
     }
     Ok(header)
+}
+
+/// The scenario a trace carries (version 2), parsed under the path it was run from so a
+/// replay writes the same header, and checked against the hash the header recorded.
+pub fn carried_scenario(
+    h: &Header,
+    file: &str,
+) -> Result<Option<crate::scenario::Scenario>, TraceError> {
+    let Some(text) = &h.scenario_text else {
+        return Ok(None);
+    };
+    let err = |message: String| TraceError {
+        file: file.to_string(),
+        line: 1,
+        message,
+    };
+    let sc = crate::scenario::Scenario::parse(text, &h.scenario_path)
+        .map_err(|e| err(format!("the scenario it carries: {e}")))?;
+    if sc.content_hash.hex() != h.scenario_hash {
+        return Err(err(
+            "scenario_hash: the scenario it carries is not the one it recorded (the header was edited)"
+                .into(),
+        ));
+    }
+    Ok(Some(sc))
 }
 
 /// The first line where two traces differ: (1-based line, recorded, new).

@@ -6,7 +6,7 @@
 //! [`Diagnostic`] with the file, line and key.
 
 use loopsim_engine::config::keys::{self, KeyProblem, Scope};
-use loopsim_engine::config::{ConfigError, ConfigNote};
+use loopsim_engine::config::{ConfigError, ConfigNote, EngineConfig};
 use loopsim_engine::hash::Hash;
 use loopsim_engine::profile::ProfileName;
 use loopsim_engine::yaml::{self, Node, Yaml};
@@ -49,26 +49,15 @@ impl UserConfig {
     /// Reads and parses a config file.
     pub fn load(path: &std::path::Path) -> Result<UserConfig, ConfigError> {
         let file = path.display().to_string();
-        if let Ok(m) = std::fs::metadata(path)
-            && m.len() > MAX_CONFIG_BYTES
-        {
-            return Err(ConfigError::Value {
-                file,
-                line: 0,
-                key: "file".into(),
-                message: format!(
-                    "{} bytes: loopsim reads config files of at most {} MiB",
-                    m.len(),
-                    MAX_CONFIG_BYTES >> 20
-                ),
-            });
-        }
-        let text = std::fs::read(path).map_err(|e| ConfigError::Value {
-            file: file.clone(),
-            line: 0,
-            key: "file".into(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text =
+            crate::input::read_bounded(path, MAX_CONFIG_BYTES, "config files").map_err(|e| {
+                ConfigError::Value {
+                    file: file.clone(),
+                    line: 0,
+                    key: "file".into(),
+                    message: e.to_string(),
+                }
+            })?;
         let text = String::from_utf8(text).map_err(|e| ConfigError::Value {
             file: file.clone(),
             line: 0,
@@ -95,14 +84,7 @@ impl UserConfig {
 
     /// Whether the file sets `path` (a dotted key).
     pub fn sets(&self, path: &str) -> bool {
-        let mut node = &self.root;
-        for part in path.split('.') {
-            match node.get(part) {
-                Some(n) => node = n,
-                None => return false,
-            }
-        }
-        true
+        self.root.at(path).is_some()
     }
 
     /// Keys Hermes ignores or this profile does not read, inside the sections loopsim reads.
@@ -116,6 +98,35 @@ impl UserConfig {
                 line: i.line,
                 message: format!("{}; Hermes ignores it", i.message()),
                 key: i.key,
+            })
+            .collect()
+    }
+
+    /// Keys of this file that another spelling of the same setting overrides (a flat
+    /// threshold when `merged`, the scenario's config with this file laid over it, has the
+    /// nested key): Hermes reads only the winner.
+    pub fn shadowed(&self, merged: &Node, scenario: &str) -> Vec<Diagnostic> {
+        keys::SIMULATED
+            .iter()
+            .filter_map(|k| {
+                let (winner, false) = k.alias? else {
+                    return None;
+                };
+                let mine = self.root.at(k.path)?;
+                merged.at(winner)?;
+                let by = if self.sets(winner) {
+                    "this file"
+                } else {
+                    scenario
+                };
+                Some(Diagnostic {
+                    file: self.file.clone(),
+                    line: mine.line,
+                    key: k.path.to_string(),
+                    message: format!(
+                        "`{winner}` (set in {by}) is the same setting and wins: Hermes ignores this key"
+                    ),
+                })
             })
             .collect()
     }
@@ -136,8 +147,57 @@ impl UserConfig {
         }
     }
 
+    /// The file on its own (`guard`, `validate`): its engine config under `profile` and
+    /// `platform`, and every warning about it, in file order.
+    pub fn diagnostics(
+        &self,
+        profile: ProfileName,
+        platform: Option<&str>,
+    ) -> Result<(EngineConfig, Vec<Diagnostic>), ConfigError> {
+        let cfg = EngineConfig::from_node(profile, platform, &self.root, &self.file)?;
+        let mut all = self.key_warnings(profile);
+        all.extend(cfg.notes.iter().map(|n| self.note_warning(n, &self.file)));
+        all.sort();
+        all.dedup();
+        Ok((cfg, all))
+    }
+
     /// Whether the file is empty (a bare document): it changes nothing.
     pub fn is_empty(&self) -> bool {
         self.root.value == Yaml::Null
     }
+}
+
+/// Every warning about the config of these runs (each scenario under a profile, with a user's
+/// file laid over it): the file's unknown keys and keys the profile does not read, keys another
+/// spelling overrides, and every value Hermes would replace. Each once, in file order.
+pub fn run_warnings(
+    runs: &[(&crate::scenario::Scenario, ProfileName)],
+    platform: Option<&str>,
+    user: Option<&UserConfig>,
+) -> Result<Vec<Diagnostic>, ConfigError> {
+    let mut all: Vec<Diagnostic> = Vec::new();
+    for (i, (sc, profile)) in runs.iter().enumerate() {
+        if let Some(u) = user {
+            if !runs[..i].iter().any(|r| r.1 == *profile) {
+                all.extend(u.key_warnings(*profile));
+            }
+            all.extend(u.shadowed(&sc.config_node_over(Some(u)), &sc.path));
+        }
+        let cfg = sc.engine_config_over(*profile, platform, user)?;
+        for n in &cfg.notes {
+            all.push(match user {
+                Some(u) => u.note_warning(n, &sc.path),
+                None => Diagnostic {
+                    file: sc.path.clone(),
+                    line: n.line,
+                    key: n.key.clone(),
+                    message: format!("{} (as Hermes does)", n.message),
+                },
+            });
+        }
+    }
+    all.sort();
+    all.dedup();
+    Ok(all)
 }

@@ -470,7 +470,15 @@ pub fn check(root: &Node, profile: ProfileName, scope: Scope) -> Vec<KeyIssue> {
         match lookup(&name) {
             Some(spec) if spec.kind == KeyKind::Section => walk(&name, v, profile, &mut out),
             Some(_) => {}
-            None if scope == Scope::UserFile => {}
+            None if HERMES_SECTIONS.contains(&name.as_str()) && scope == Scope::UserFile => {}
+            // Hermes passes unknown top-level keys on as environment variables, so a user's
+            // file may hold any; only a near miss of a section loopsim reads is a typo.
+            None if scope == Scope::UserFile => {
+                let sections = ["agent", "tool_loop_guardrails", "delegation", "max_turns"];
+                if nearest(&name, sections).is_some() {
+                    out.push(unknown(k.line, "", &name, v));
+                }
+            }
             None if HERMES_SECTIONS.contains(&name.as_str()) => out.push(KeyIssue {
                 line: k.line,
                 key: name,

@@ -28,13 +28,21 @@ pub enum ConfigError {
         line: usize,
         message: String,
     },
-    #[error("{file}:{line}: `{key}`: {message}")]
+    #[error("{}", shown_value(file, *line, key, message))]
     Value {
         file: String,
         line: usize,
         key: String,
         message: String,
     },
+}
+
+/// `file:line: `key`: message`, or for the file as a whole (line 0) `file: message`.
+fn shown_value(file: &str, line: usize, key: &str, message: &str) -> String {
+    match (line, key) {
+        (0, "file") => format!("{file}: {message}"),
+        _ => format!("{file}:{line}: `{key}`: {message}"),
+    }
 }
 
 /// A value Hermes would silently replace by its default.
@@ -146,6 +154,50 @@ impl EngineConfig {
             b.push(f as u8);
         }
         crate::hash::Hash::of(&b)
+    }
+
+    /// Why a threshold key changes nothing in this configuration, if it does not: the
+    /// detector it tunes is off (block and halt thresholds without hard stops, warning
+    /// thresholds without warnings).
+    pub fn inert_reason(&self, key: &str) -> Option<String> {
+        let k = key.strip_prefix("tool_loop_guardrails.")?;
+        let hard = [
+            "hard_stop_after.",
+            "exact_failure_block_after",
+            "same_tool_failure_halt_after",
+            "no_progress_block_after",
+        ];
+        let warn = [
+            "warn_after.",
+            "exact_failure_warn_after",
+            "same_tool_failure_warn_after",
+            "no_progress_warn_after",
+        ];
+        if !self.guardrails.hard_stop_enabled && hard.iter().any(|h| k.starts_with(h)) {
+            return Some(format!("hard stops are {}", self.hard_stop_rule));
+        }
+        if !self.guardrails.warnings_enabled && warn.iter().any(|w| k.starts_with(w)) {
+            return Some("warnings are off (warnings_enabled is false)".into());
+        }
+        None
+    }
+
+    /// [`EngineConfig::fingerprint`] with the thresholds of detectors that are off set aside:
+    /// two configurations with the same one make the same decisions.
+    pub fn behaviour_fingerprint(&self) -> crate::hash::Hash {
+        let mut c = self.clone();
+        let g = &mut c.guardrails;
+        if !g.hard_stop_enabled {
+            g.exact_failure_block_after = 0;
+            g.same_tool_failure_halt_after = 0;
+            g.no_progress_block_after = 0;
+        }
+        if !g.warnings_enabled {
+            g.exact_failure_warn_after = 0;
+            g.same_tool_failure_warn_after = 0;
+            g.no_progress_warn_after = 0;
+        }
+        c.fingerprint()
     }
 
     fn apply_platform(&mut self) {
@@ -395,6 +447,21 @@ mod tests {
         );
         assert!(matches!(found[5].problem, KeyProblem::NotRead { .. }));
         assert!(got[6].2.contains("`delegation.max_concurrent_children`"));
+        // A misspelled section is a near miss of one loopsim reads; other keys are Hermes's.
+        let typo = yaml::parse(
+            "tool_loop_guardrail:\n  hard_stop_enabled: true\nagnet: {}\nMY_TOKEN: x\n",
+        )
+        .unwrap();
+        let found = check(&typo, ProfileName::HermesMain, Scope::UserFile);
+        let names: Vec<&str> = found.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(names, ["tool_loop_guardrail", "agnet"]);
+        assert!(
+            found[0]
+                .message()
+                .contains("did you mean `tool_loop_guardrails.hard_stop_enabled`"),
+            "{}",
+            found[0].message()
+        );
         // The same file under hermes-main reads loop_caps; a scenario may not name `model`.
         let main = check(&root, ProfileName::HermesMain, Scope::UserFile);
         assert!(
@@ -455,5 +522,33 @@ mod tests {
             ]
         );
         assert_eq!(c.max_iterations, 90);
+    }
+
+    #[test]
+    fn thresholds_of_detectors_that_are_off_change_nothing() {
+        let off = cfg(ProfileName::HermesMain, Some("cli"), "");
+        let key = "tool_loop_guardrails.hard_stop_after.idempotent_no_progress";
+        assert!(
+            off.inert_reason(key)
+                .unwrap()
+                .contains("off on attended platform cli")
+        );
+        assert!(
+            off.inert_reason("tool_loop_guardrails.no_progress_block_after")
+                .is_some()
+        );
+        assert_eq!(
+            off.inert_reason("tool_loop_guardrails.warn_after.exact_failure"),
+            None
+        );
+        let lower = cfg(
+            ProfileName::HermesMain,
+            Some("cli"),
+            "tool_loop_guardrails:\n  hard_stop_after:\n    idempotent_no_progress: 3\n",
+        );
+        assert_ne!(off.fingerprint(), lower.fingerprint());
+        assert_eq!(off.behaviour_fingerprint(), lower.behaviour_fingerprint());
+        let on = cfg(ProfileName::HermesMain, Some("telegram"), "");
+        assert_eq!(on.inert_reason(key), None);
     }
 }

@@ -109,44 +109,52 @@ impl Axis {
             }
             None => values.split(',').map(|v| v.trim().to_string()).collect(),
         };
-        let mut seen: Vec<&str> = Vec::new();
+        // Each value as its type reads it, written back in one form, so `1,01` is one value.
+        let mut canonical: Vec<String> = Vec::new();
         for v in &values {
             if v.is_empty() {
                 return Err(err("empty value".into()));
             }
-            if seen.contains(&v.as_str()) {
-                return Err(err(format!("`{v}` is listed twice")));
+            let typed = typed(kind, v).map_err(|m| err(format!("`{v}`: {m}")))?;
+            let c = show(&typed);
+            if canonical.contains(&c) {
+                return Err(err(format!("`{v}` is listed twice (as {c})")));
             }
-            seen.push(v);
-            check_value(kind, v).map_err(|m| err(format!("`{v}`: {m}")))?;
+            canonical.push(c);
         }
         Ok(Axis {
             key: key.into(),
-            values,
+            values: canonical,
         })
     }
 
-    /// The value `v` of this axis as Hermes's config would hold it.
+    /// The value `v` of this axis (one [`Axis::parse`] wrote) as Hermes's config holds it.
     pub fn value_node(&self, v: &str) -> Node {
-        let value = match keys::lookup(&self.key).map(|k| k.kind) {
-            Some(KeyKind::Bool) => Yaml::Bool(v == "true"),
-            Some(KeyKind::Seconds) => match v.parse::<i128>() {
-                Ok(i) => Yaml::Int(i),
-                Err(_) => Yaml::Float(v.parse().unwrap_or(f64::NAN)),
-            },
-            _ => Yaml::Int(v.parse().unwrap_or(0)),
-        };
-        Node { value, line: 0 }
+        let kind = keys::lookup(&self.key).map_or(KeyKind::Section, |k| k.kind);
+        Node {
+            value: typed(kind, v).unwrap_or(Yaml::Null),
+            line: 0,
+        }
+    }
+}
+
+/// A value written as its kind reads it.
+fn show(v: &Yaml) -> String {
+    match v {
+        Yaml::Bool(b) => b.to_string(),
+        Yaml::Int(i) => i.to_string(),
+        Yaml::Float(f) => format!("{f:?}"),
+        _ => String::new(),
     }
 }
 
 /// A value of the key's kind, or why not.
-fn check_value(kind: KeyKind, v: &str) -> Result<(), String> {
+fn typed(kind: KeyKind, v: &str) -> Result<Yaml, String> {
     match kind {
-        KeyKind::Bool if v == "true" || v == "false" => Ok(()),
+        KeyKind::Bool if v == "true" || v == "false" => Ok(Yaml::Bool(v == "true")),
         KeyKind::Bool => Err("expected true or false".into()),
         KeyKind::Int { min } => match v.parse::<i64>() {
-            Ok(i) if i >= min => Ok(()),
+            Ok(i) if i >= min => Ok(Yaml::Int(i.into())),
             Ok(i) => Err(format!(
                 "Hermes replaces values below {min} by the default, so {i} would run the default"
             )),
@@ -154,10 +162,13 @@ fn check_value(kind: KeyKind, v: &str) -> Result<(), String> {
         },
         KeyKind::TurnLimit => v
             .parse::<i64>()
-            .map(|_| ())
+            .map(|i| Yaml::Int(i.into()))
             .map_err(|_| "expected an integer".into()),
         KeyKind::Seconds => match v.parse::<f64>() {
-            Ok(f) if f.is_finite() && f >= 0.0 => Ok(()),
+            Ok(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 1e15 => {
+                Ok(Yaml::Int(f as i128))
+            }
+            Ok(f) if f.is_finite() && f >= 0.0 => Ok(Yaml::Float(f)),
             _ => Err("expected a non-negative number of seconds".into()),
         },
         KeyKind::Section => Err("a section has no value".into()),
@@ -195,6 +206,8 @@ pub fn check_axes(axes: &[Axis]) -> Result<(), SweepError> {
 pub struct GridReport {
     /// Keys that change nothing for some (scenario, profile): one line each.
     pub warnings: Vec<String>,
+    /// Each (scenario, profile)'s hard-stop rule as the baseline runs it.
+    pub baseline: Vec<String>,
 }
 
 /// Every value is one Hermes uses as given under every profile the sweep runs, and every key
@@ -208,10 +221,31 @@ pub fn check_effect(
     platform: Option<&str>,
 ) -> Result<GridReport, SweepError> {
     let mut report = GridReport::default();
+    for sc in scenarios {
+        let own = [sc.profile];
+        let ps = if profiles.is_empty() {
+            &own[..]
+        } else {
+            profiles
+        };
+        for &profile in ps {
+            if let Ok(cfg) = sc.engine_config_as(profile, platform) {
+                report.baseline.push(format!(
+                    "{} under {profile} on {}: hard stops are {}",
+                    sc.file.name,
+                    cfg.platform.as_deref().unwrap_or("no platform"),
+                    cfg.hard_stop_rule
+                ));
+            }
+        }
+    }
     for axis in axes {
         let mut unchanged: Vec<String> = Vec::new();
-        let mut changed_any = false;
         let mut reasons: Vec<String> = Vec::new();
+        let mut runs = 0usize;
+        // What each value does to every run: two values that do the same everywhere are one.
+        let mut per_value: Vec<Vec<loopsim_engine::hash::Hash>> =
+            vec![Vec::new(); axis.values.len()];
         for sc in scenarios {
             let own = [sc.profile];
             let profiles = if profiles.is_empty() {
@@ -220,8 +254,14 @@ pub fn check_effect(
                 profiles
             };
             for &profile in profiles {
-                let mut prints = Vec::new();
-                for v in &axis.values {
+                runs += 1;
+                let base = sc
+                    .engine_config_as(profile, platform)
+                    .map_err(|e| grid_err(&axis.key, e.to_string()))?
+                    .behaviour_fingerprint();
+                let mut inert = None;
+                let mut same = true;
+                for (i, v) in axis.values.iter().enumerate() {
                     let spec = format!("{}={v}", axis.key);
                     let s = sc.with_config(&axis.key, axis.value_node(v))?;
                     let cfg = s
@@ -236,30 +276,35 @@ pub fn check_effect(
                             ),
                         ));
                     }
-                    prints.push(cfg.fingerprint());
+                    let print = cfg.behaviour_fingerprint();
+                    same &= print == base;
+                    inert = inert.or_else(|| cfg.inert_reason(&axis.key));
+                    per_value[i].push(print);
                 }
-                let base = sc
-                    .engine_config_as(profile, platform)
-                    .map_err(|e| grid_err(&axis.key, e.to_string()))?
-                    .fingerprint();
-                if prints.iter().all(|p| *p == prints[0]) && prints[0] == base {
+                if same {
                     unchanged.push(format!("{} under {profile}", sc.file.name));
-                    reasons.push(why_unchanged(axis, sc, profile, platform));
-                } else {
-                    changed_any = true;
+                    reasons.push(why_unchanged(axis, sc, profile, platform, inert));
                 }
             }
         }
-        if !changed_any {
+        if unchanged.len() == runs {
             reasons.sort();
             reasons.dedup();
             return Err(grid_err(
                 &axis.key,
-                format!(
-                    "no value changes the engine of any run: {}",
-                    reasons.join("; ")
-                ),
+                format!("no value changes any run: {}", reasons.join("; ")),
             ));
+        }
+        for i in 0..per_value.len() {
+            if let Some(j) = (i + 1..per_value.len()).find(|&j| per_value[j] == per_value[i]) {
+                return Err(grid_err(
+                    &axis.key,
+                    format!(
+                        "`{}` and `{}` make the same decisions in every run (Hermes reads them alike): keep one",
+                        axis.values[i], axis.values[j]
+                    ),
+                ));
+            }
         }
         if !unchanged.is_empty() {
             report.warnings.push(format!(
@@ -273,35 +318,28 @@ pub fn check_effect(
     Ok(report)
 }
 
-/// The likely reason a key leaves a run's engine as it was.
+/// The likely reason a key leaves a run's decisions as they were.
 fn why_unchanged(
     axis: &Axis,
     sc: &Scenario,
     profile: ProfileName,
     platform: Option<&str>,
+    inert: Option<String>,
 ) -> String {
     let spec = keys::lookup(&axis.key).expect("checked at parse");
     if !spec.read_by.reads(profile) {
         return format!("{profile} does not read `{}`", axis.key);
     }
-    if let Some((other, false)) = spec.alias {
-        let mut node = sc.config_node();
-        let mut found = true;
-        for part in other.split('.') {
-            match node.get(part) {
-                Some(n) => node = n,
-                None => {
-                    found = false;
-                    break;
-                }
-            }
-        }
-        if found {
-            return format!(
-                "{} sets `{other}`, which wins over `{}`: sweep `{other}`",
-                sc.file.name, axis.key
-            );
-        }
+    if let Some((other, false)) = spec.alias
+        && sc.config_node().at(other).is_some()
+    {
+        return format!(
+            "{} sets `{other}`, which wins over `{}`: sweep `{other}`",
+            sc.file.name, axis.key
+        );
+    }
+    if let Some(why) = inert {
+        return format!("for {} under {profile}, {why}", sc.file.name);
     }
     if axis.key == "tool_loop_guardrails.hard_stop_enabled"
         && let Ok(cfg) = sc.engine_config_as(profile, platform)
@@ -312,7 +350,7 @@ fn why_unchanged(
         );
     }
     format!(
-        "every value gives {} under {profile} the same engine as its own config",
+        "every value gives {} under {profile} the decisions of its own config",
         sc.file.name
     )
 }

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::RunMetrics;
+use crate::shell::quote;
 
 mod aggregate;
 pub mod grid;
@@ -125,6 +126,9 @@ pub struct SweepSpec {
     pub config: Option<(String, String)>,
     pub axes: Vec<Axis>,
     pub seeds: (u64, u64),
+    /// How the baseline runs each scenario (its hard-stop rule), for the summary.
+    #[serde(default)]
+    pub baseline: Vec<String>,
 }
 
 impl SweepSpec {
@@ -170,20 +174,23 @@ impl SweepSpec {
     pub fn command(&self) -> String {
         let mut cmd = String::from("loopsim sweep");
         for (path, _) in &self.scenarios {
-            cmd += &format!(" {path}");
+            cmd += &format!(" {}", quote(path));
         }
         for a in &self.axes {
-            cmd += &format!(" --grid {}={}", a.key, a.values.join(","));
+            cmd += &format!(
+                " --grid {}",
+                quote(&format!("{}={}", a.key, a.values.join(",")))
+            );
         }
         cmd += &format!(" --seeds {}..{}", self.seeds.0, self.seeds.1);
         if !self.profiles.is_empty() {
             cmd += &format!(" --profiles {}", self.profiles.join(","));
         }
         if let Some(p) = &self.platform {
-            cmd += &format!(" --platform {p}");
+            cmd += &format!(" --platform {}", quote(p));
         }
         if let Some((file, _)) = &self.config {
-            cmd += &format!(" --config {file}");
+            cmd += &format!(" --config {}", quote(file));
         }
         cmd
     }

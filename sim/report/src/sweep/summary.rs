@@ -30,6 +30,12 @@ pub fn summary_md(spec: &SweepSpec, runs: usize, aggs: &[Aggregate], plots: &[St
         );
     }
     let _ = writeln!(o, "\nRerun: `{}`", spec.command());
+    if !spec.baseline.is_empty() {
+        let _ = writeln!(o, "\nThe baseline's settings:\n");
+        for b in &spec.baseline {
+            let _ = writeln!(o, "- {b}");
+        }
+    }
     let _ = writeln!(
         o,
         "\nThe baseline is every scenario as written. Waste is what the parent spent after its loop began; savings are against the baseline.\n"

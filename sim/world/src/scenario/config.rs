@@ -28,6 +28,18 @@ impl Scenario {
             key: format!("config.{key}"),
             message,
         };
+        for k in keys::SIMULATED {
+            if let Some((winner, false)) = k.alias
+                && let (Some(flat), Some(_)) =
+                    (self.config_node.at(k.path), self.config_node.at(winner))
+            {
+                return Err(at(
+                    flat.line,
+                    k.path,
+                    format!("`{winner}` is the same setting and wins over this key: give one"),
+                ));
+            }
+        }
         for profile in profiles {
             if let Some(issue) = keys::check(&self.config_node, profile, Scope::Scenario)
                 .into_iter()

@@ -23,14 +23,24 @@ pub use config::{flag_value, merge_nodes};
 use spans::SpanTree;
 pub use validate::MAX_TASKS;
 
-/// A scenario that cannot be used, with where and why.
+/// A scenario that cannot be used, with where and why (line 0: the file as a whole).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {key}: {message}")]
+#[error("{}", self.shown())]
 pub struct ScenarioError {
     pub file: String,
     pub line: usize,
     pub key: String,
     pub message: String,
+}
+
+impl ScenarioError {
+    fn shown(&self) -> String {
+        match (self.line, self.key.as_str()) {
+            (0, "file") => format!("{}: {}", self.file, self.message),
+            (0, key) => format!("{}: {key}: {}", self.file, self.message),
+            (line, key) => format!("{}:{line}: {key}: {}", self.file, self.message),
+        }
+    }
 }
 
 /// What a scenario is for: a loop that must be caught, or work that must not be stopped.
@@ -532,25 +542,7 @@ fn toml_error(e: &toml::de::Error, spans: &SpanTree, text: &str, file: &str) -> 
             format!("missing: {msg}"),
         )
     } else if msg.starts_with("duplicate key") {
-        let name = text
-            .get(span.clone())
-            .map(|k| k.trim().trim_matches('"').to_string())
-            .unwrap_or_default();
-        // The duplicate of a `[table]` is found at the table itself.
-        let path = if !name.is_empty() && (inner == name || inner.ends_with(&format!(".{name}"))) {
-            inner
-        } else {
-            join(&inner, &name)
-        };
-        let message = if spans.has(&path) {
-            format!(
-                "duplicate key: already set at line {}",
-                spans.line_of_key(&path)
-            )
-        } else {
-            "duplicate key".to_string()
-        };
-        (path, message)
+        duplicate(text, at, &span)
     } else {
         // The `key =` on the offending line, below the innermost key found.
         let line_text = text[..at].rsplit('\n').next().unwrap_or("");
@@ -582,30 +574,62 @@ fn toml_error(e: &toml::de::Error, spans: &SpanTree, text: &str, file: &str) -> 
     }
 }
 
+/// A duplicate key or table: its whole path, and the line where it was first set.
+fn duplicate(text: &str, at: usize, span: &std::ops::Range<usize>) -> (String, String) {
+    let line = text[..at].matches('\n').count() + 1;
+    let heads = spans::headers(text);
+    let current = heads.iter().rev().find(|h| h.line <= line);
+    let first_of = |name: &str| heads.iter().find(|h| h.name == name).map(|h| h.line);
+    match current {
+        // The header itself is the duplicate: `[config.tool_loop_guardrails]` twice.
+        Some(h) if h.line == line => {
+            let first = first_of(&h.name).filter(|&f| f < line);
+            let message = first.map_or("duplicate table".into(), |f| {
+                format!("duplicate table: already opened at line {f}")
+            });
+            (h.path.clone(), message)
+        }
+        // A key set twice in one table: look for its first line from the header on.
+        _ => {
+            let name = text
+                .get(span.clone())
+                .map(|k| k.trim().trim_matches('"').to_string())
+                .unwrap_or_default();
+            let from = current.map_or(1, |h| h.line + 1);
+            let first = text
+                .lines()
+                .enumerate()
+                .skip(from - 1)
+                .take(line.saturating_sub(from))
+                .find(|(_, l)| {
+                    l.trim_start()
+                        .strip_prefix(name.as_str())
+                        .is_some_and(|r| r.trim_start().starts_with('='))
+                })
+                .map(|(i, _)| i + 1);
+            let path = match current {
+                Some(h) => format!("{}.{name}", h.path),
+                None => name,
+            };
+            let message = first.map_or("duplicate key".into(), |f| {
+                format!("duplicate key: already set at line {f}")
+            });
+            (path, message)
+        }
+    }
+}
+
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
         let shown = path.display().to_string();
-        if let Ok(m) = std::fs::metadata(path)
-            && m.len() > MAX_SCENARIO_BYTES as u64
-        {
-            return Err(ScenarioError {
-                file: shown,
+        let bytes = crate::input::read_bounded(path, MAX_SCENARIO_BYTES as u64, "scenarios")
+            .map_err(|e| ScenarioError {
+                file: shown.clone(),
                 line: 0,
                 key: "file".into(),
-                message: format!(
-                    "{} bytes: loopsim reads scenarios of at most {} MiB",
-                    m.len(),
-                    MAX_SCENARIO_BYTES >> 20
-                ),
-            });
-        }
-        let bytes = std::fs::read(path).map_err(|e| ScenarioError {
-            file: shown.clone(),
-            line: 0,
-            key: "file".into(),
-            message: format!("cannot read: {e}"),
-        })?;
+                message: e.to_string(),
+            })?;
         let text = String::from_utf8(bytes).map_err(|e| ScenarioError {
             file: shown.clone(),
             line: 0,

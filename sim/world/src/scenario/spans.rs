@@ -210,6 +210,51 @@ impl SpanTree {
     }
 }
 
+/// A `[table]` or `[[array]]` header line: its 1-based line and the key path it opens
+/// (`agents.parent.script[2]` for the third `[[agents.parent.script]]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub(crate) line: usize,
+    pub(crate) path: String,
+    /// The path as written, without the array index (to compare headers).
+    pub(crate) name: String,
+}
+
+/// Every header line of a TOML text, in order (a scan of the text: it holds where the parser
+/// gave up too).
+pub(crate) fn headers(text: &str) -> Vec<Header> {
+    let mut out: Vec<Header> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let t = raw.trim_start();
+        let (array, rest) = match (t.strip_prefix("[["), t.strip_prefix('[')) {
+            (Some(r), _) => (true, r),
+            (None, Some(r)) => (false, r),
+            _ => continue,
+        };
+        let Some(end) = rest.find(']') else { continue };
+        let name: String = rest[..end]
+            .split('.')
+            .map(|p| p.trim().trim_matches('"').trim_matches('\''))
+            .collect::<Vec<_>>()
+            .join(".");
+        if name.is_empty() {
+            continue;
+        }
+        let path = if array {
+            let n = out.iter().filter(|h| h.name == name).count();
+            format!("{name}[{n}]")
+        } else {
+            name.clone()
+        };
+        out.push(Header {
+            line: i + 1,
+            path,
+            name,
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

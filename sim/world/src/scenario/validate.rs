@@ -327,7 +327,13 @@ impl Scenario {
             let base = r.split('(').next().unwrap_or(r);
             let hint = loopsim_engine::config::keys::nearest(base, names)
                 .and_then(|n| ExitReason::FORMS.iter().find(|f| f.starts_with(n)))
-                .map(|f| format!(" (did you mean `{f}`?)"))
+                .map(|f| {
+                    if f.contains("N/M") || f.contains("...") {
+                        format!(" (its form is `{f}`, with the run's figures filled in)")
+                    } else {
+                        format!(" (did you mean `{f}`?)")
+                    }
+                })
                 .unwrap_or_default();
             return l.err(
                 "expect.exit_reason",

@@ -3,40 +3,26 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use loopsim_report::markdown::ReportRun;
-use loopsim_report::metrics;
-use loopsim_report::output::Outputs;
-use loopsim_report::plots;
 use loopsim_world::expect::Verdict;
 use loopsim_world::sim::RunSummary;
+
+use crate::markdown::ReportRun;
+use crate::metrics;
+use crate::output::Outputs;
+use crate::plots::{self, slug};
+
+/// A report that could not be staged: which folder, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{dir}: cannot write: {message}")]
+pub struct StageError {
+    pub dir: String,
+    pub message: String,
+}
 
 /// What a staged report holds.
 pub struct Staged {
     pub json: Vec<u8>,
     pub plots: Vec<String>,
-}
-
-/// A file-name-safe form of a run label.
-pub fn slug(label: &str) -> String {
-    let s: String = label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let mut out = String::new();
-    for part in s.split('-').filter(|p| !p.is_empty()) {
-        if !out.is_empty() {
-            out.push('-');
-        }
-        out.push_str(part);
-    }
-    out
 }
 
 /// Stages a run's report in `dir`: runs[0] is the run the report is about, the others are
@@ -48,11 +34,14 @@ pub fn stage(
     verdicts: &[Verdict],
     rerun: &str,
     trace_bytes: &[u8],
-) -> Result<Staged> {
-    let ctx = || format!("{}: cannot write", dir.display());
+) -> Result<Staged, StageError> {
+    let fail = |e: &dyn std::fmt::Display| StageError {
+        dir: dir.display().to_string(),
+        message: e.to_string(),
+    };
     out.write(&dir.join("trace.jsonl"), trace_bytes)
-        .with_context(ctx)?;
-    let staging = out.staging_dir(dir).with_context(ctx)?;
+        .map_err(|e| fail(&e))?;
+    let staging = out.staging_dir(dir).map_err(|e| fail(&e))?;
     let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
     let mut labels: Vec<plots::RunLabel> = Vec::new();
     for r in runs {
@@ -68,8 +57,21 @@ pub fn stage(
             slug: s,
         });
     }
-    plots::run_plots_labeled(&staging, &summaries, &labels).with_context(ctx)?;
-    let plot_files = out.adopt(&staging, dir).with_context(ctx)?;
+    plots::run_plots_labeled(&staging, &summaries, &labels).map_err(|e| fail(&e))?;
+    let plot_files = out.adopt(&staging, dir).map_err(|e| fail(&e))?;
+    // Plots an earlier report in this folder drew for runs this one does not have.
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ours = ["cost.", "timeline", "budget"]
+                .iter()
+                .any(|p| name.starts_with(p))
+                && (name.ends_with(".png") || name.ends_with(".svg"));
+            if ours && !plot_files.contains(&name) {
+                out.remove_on_commit(&e.path());
+            }
+        }
+    }
     let lean: Vec<ReportRun> = runs
         .iter()
         .map(|r| {
@@ -92,32 +94,19 @@ pub fn stage(
         })).collect::<Vec<_>>(),
         "metrics": lean.iter().map(|r| &r.metrics).collect::<Vec<_>>(),
         "rerun": rerun,
-    }))?;
+    }))
+    .map_err(|e| fail(&e))?;
     out.write(&dir.join("summary.json"), &json)
-        .with_context(ctx)?;
+        .map_err(|e| fail(&e))?;
     let rows: Vec<_> = lean.iter().map(|r| r.metrics.clone()).collect();
-    out.write(&dir.join("runs.csv"), &metrics::to_csv(&rows)?)
-        .with_context(ctx)?;
-    let md = loopsim_report::markdown::run_report(&lean, verdicts, &plot_files, rerun);
+    let csv = metrics::to_csv(&rows).map_err(|e| fail(&e))?;
+    out.write(&dir.join("runs.csv"), &csv)
+        .map_err(|e| fail(&e))?;
+    let md = crate::markdown::run_report(&lean, verdicts, &plot_files, rerun);
     out.write(&dir.join("summary.md"), md.as_bytes())
-        .with_context(ctx)?;
+        .map_err(|e| fail(&e))?;
     Ok(Staged {
         json,
         plots: plot_files,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("hermes-main telegram"), "hermes-main-telegram");
-        assert_eq!(
-            slug("config ../team/My Config.yaml"),
-            "config-..-team-my-config.yaml"
-        );
-        assert_eq!(slug("as written"), "as-written");
-    }
 }
