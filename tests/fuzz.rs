@@ -318,3 +318,87 @@ fn non_utf8_files_are_refused_naming_the_byte() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("latin1.toml: not UTF-8 text (byte 11)"));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn random_command_lines_exit_0_1_or_2_and_never_panic() {
+    let dir = std::env::temp_dir().join(format!("loopsim-fuzz-flags-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let commands = [
+        "run", "replay", "sweep", "check", "gate", "diff", "list", "codes", "validate", "merge",
+        "init", "guard",
+    ];
+    let flags = [
+        "--profile",
+        "--platform",
+        "--config",
+        "--seed",
+        "--seeds",
+        "--grid",
+        "--profiles",
+        "--shard",
+        "--format",
+        "--schedule",
+        "--max-increase",
+        "--compare-profiles",
+        "--compare-configs",
+        "--suite",
+        "--baseline",
+        "--out",
+        "-q",
+    ];
+    let values = [
+        "",
+        "-1",
+        "0",
+        "18446744073709551616",
+        "hermes-main",
+        "hermes-0.19.0",
+        "telgram",
+        "cli",
+        "0..2",
+        "5..1",
+        "0..=1",
+        "a..b",
+        "x=1",
+        "1/0",
+        "2/1",
+        "nope.yaml",
+        "/dev/null",
+        "poller-exempt",
+        "\u{221e}",
+        "json",
+        "text",
+        "5%",
+        "-5%",
+        "tool_loop_guardrails.hard_stop_after.exact_failure=2..=3",
+        "tool_loop_guardrails.hard_stop_afterr.exact_failure=2",
+        "agent.max_turns=0,-1",
+        "tool_loop_guardrails.warn_after.exact_failure=0",
+    ];
+    let mut rng = stream(16, "flags");
+    for _ in 0..rounds() * 60 {
+        let mut args: Vec<String> = vec![commands[rng.random_range(0..commands.len())].into()];
+        if rng.random_range(0..3) > 0 {
+            args.push(values[rng.random_range(0..values.len())].into());
+        }
+        for _ in 0..rng.random_range(0..4) {
+            let flag = flags[rng.random_range(0..flags.len())];
+            args.push(flag.into());
+            if flag != "-q" {
+                args.push(values[rng.random_range(0..values.len())].into());
+            }
+        }
+        // Default outputs go below the scratch folder, the working folder.
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = loopsim_in(&dir, &a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            matches!(o.status.code(), Some(0..=2)),
+            "{a:?} exited {:?}: {err}",
+            o.status.code()
+        );
+        assert!(!err.contains("panicked"), "{a:?}: {err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
