@@ -20,11 +20,12 @@ impl AtomicFile {
         if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        AtomicFile::beside(dest)
+    }
+
+    /// A temporary beside `dest`, in a folder that exists.
+    fn beside(dest: &Path) -> io::Result<AtomicFile> {
+        let tmp = tmp_name(dest, "tmp");
         let out = BufWriter::new(File::create(&tmp)?);
         track(&tmp);
         Ok(AtomicFile {
@@ -128,14 +129,7 @@ impl Outputs {
         if let Some(dir) = dest.parent() {
             self.make_dir(dir)?;
         }
-        let tmp = tmp_name(dest, "tmp");
-        let out = BufWriter::new(File::create(&tmp)?);
-        track(&tmp);
-        Ok(AtomicFile {
-            tmp,
-            dest: dest.to_path_buf(),
-            out: Some(out),
-        })
+        AtomicFile::beside(dest)
     }
 
     /// Flushes a streamed file and stages it.

@@ -271,24 +271,6 @@ fn toml_to_node(v: &toml::Value, spans: &SpanTree, path: &str) -> Node {
     }
 }
 
-/// A sweep or command-line value (a TOML literal) as a config value.
-pub fn flag_value(v: &toml::Value) -> Node {
-    let value = match v {
-        toml::Value::String(s) => Yaml::Str(s.clone()),
-        toml::Value::Integer(i) => Yaml::Int(*i as i128),
-        toml::Value::Float(f) => Yaml::Float(*f),
-        toml::Value::Boolean(b) => Yaml::Bool(*b),
-        toml::Value::Datetime(d) => Yaml::Str(d.to_string()),
-        toml::Value::Array(a) => Yaml::Seq(a.iter().map(flag_value).collect()),
-        toml::Value::Table(t) => Yaml::Map(
-            t.iter()
-                .map(|(k, v)| (str_node(k, 0), flag_value(v)))
-                .collect(),
-        ),
-    };
-    Node { value, line: 0 }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ mod config;
 mod spans;
 mod validate;
 
-pub use config::{flag_value, merge_nodes};
+pub use config::merge_nodes;
 use spans::SpanTree;
 pub use validate::MAX_TASKS;
 
