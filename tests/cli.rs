@@ -151,3 +151,22 @@ fn config_errors_name_the_file_and_line() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_guard_line_without_an_end_is_refused_at_its_limit() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .arg("guard")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // loopsim stops reading at its limit, so the write may end early: that is the point.
+    let _ = stdin.write_all(&vec![b'a'; 65 << 20]);
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("stdin: line 1: longer than 64 MiB"), "{}", stderr(&o));
+}
