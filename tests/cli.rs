@@ -168,5 +168,9 @@ fn a_guard_line_without_an_end_is_refused_at_its_limit() {
     drop(stdin);
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("stdin: line 1: longer than 64 MiB"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stdin: line 1: longer than 64 MiB"),
+        "{}",
+        stderr(&o)
+    );
 }
