@@ -39,6 +39,7 @@ pub mod recorded;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;
+pub mod script;
 pub mod settings;
 pub mod sim;
 pub mod temporaries;

@@ -5,20 +5,15 @@ use super::*;
 
 impl World<'_> {
     pub(super) fn delegate(&mut self, a: AgentId, child_spec: &str, tasks: u32) {
-        let goals: Vec<serde_json::Value> = (0..tasks)
-            .map(|i| serde_json::json!({ "goal": format!("{child_spec} task {}", i + 1) }))
-            .collect();
-        let args = json::parse(serde_json::json!({ "tasks": goals }).to_string().as_bytes())
-            .expect("json");
+        let call = self.agents[a].script.delegate(child_spec, tasks);
+        let args = call.args;
         self.agents[a].round_tools.push("delegate_task");
         self.agents[a].call_index = 1;
-        let d = self.agents[a]
-            .guard
-            .before_call(Signature::new("delegate_task", &args), &args);
+        let d = self.agents[a].guard.before_call(call.signature, &args);
         let signature = d.signature.clone();
         if !d.action.allows_execution() {
             self.record_decision(a, "delegate_task", d.action, d.code, d.count);
-            self.agents[a].context += 60;
+            self.agents[a].script.refused_call();
             return self.next_call(a);
         }
         let running_bg = self
@@ -51,8 +46,7 @@ impl World<'_> {
         let depth = self.agents[a].depth + 1;
         let timeout = self.agents[a].cfg.delegation.child_timeout_us;
         let mut children = Vec::new();
-        for _ in 0..n {
-            let name = format!("{child_spec}#{}", self.agents.len());
+        for name in call.names.into_iter().take(n as usize) {
             let c = self.spawn_agent(name, child_spec, depth, Some(a));
             self.agents[c].interrupted = self.agents[a].interrupted;
             children.push(c);
@@ -170,7 +164,7 @@ impl World<'_> {
         if let Some(pc) = &mut ag.pending {
             pc.result = format!("{{\"results\": [{}], \"count\": {n}}}", statuses.join(", "));
         }
-        ag.context += 300 * n as u64;
+        ag.script.children_reported(n);
         self.sched.at(self.sched.now(), Ev::CallDone(p));
     }
 
@@ -187,7 +181,8 @@ impl World<'_> {
                 e.children = Some(self.batches[b].children.len() as u32);
                 self.trace.line(&e);
             }
-            self.agents[p].context += 300 * self.batches[b].children.len() as u64;
+            let n = self.batches[b].children.len();
+            self.agents[p].script.children_reported(n);
             self.start_turn(p, true);
         }
         // Otherwise end_turn delivers it.

@@ -14,18 +14,17 @@ use loopsim_engine::budget::IterationBudget;
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::delegation::{Admission, ChildBudget};
 use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, NoticeKind};
-use loopsim_engine::hash::{Hash, Signature};
-use loopsim_engine::json::{self, Value};
+use loopsim_engine::hash::Signature;
+use loopsim_engine::json::Value;
 use loopsim_engine::turn::{ExitReason, FinishReason, Step as TurnStep, TurnGovernor};
-use rand::RngExt;
-use rand::rngs::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::clock::{Duration, Instant};
-use crate::model::{Usage, cost_micro_usd};
+use crate::model::Usage;
 use crate::rng::stream;
-use crate::scenario::{AgentSpec, CallSpec, Dist, Scenario, Step, Until};
+use crate::scenario::{AgentSpec, CallSpec, Scenario};
 use crate::scheduler::{Order, Scheduler};
+use crate::script::{ArgsCache, Reply, ScriptedAgent, call_args};
 use crate::trace::{self, Event, Header, TraceWriter};
 
 mod delegation;
@@ -47,19 +46,6 @@ enum Ev {
     UserTurn(AgentId),
 }
 
-/// What the model decided at its last call.
-#[derive(Clone, Copy, Debug)]
-enum Plan<'s> {
-    Answer,
-    /// The local runtime's context window is too small: the call is refunded and the turn fails.
-    ContextTooSmall,
-    Calls(&'s [CallSpec]),
-    Delegate {
-        agent: &'s str,
-        tasks: u32,
-    },
-}
-
 struct Batch {
     children: Vec<AgentId>,
     background: bool,
@@ -75,16 +61,10 @@ struct Agent<'s> {
     guard: Box<dyn GuardrailEngine>,
     gov: TurnGovernor,
     /// The budget children share in shared/reserved modes (the current turn's).
-    rng: ChaCha8Rng,
-    on_result: bool,
-    /// 0 for the first turn's script, k for `turns[k - 1]`.
-    user_turn: usize,
-    step: usize,
-    rep: u32,
-    context: u64,
+    /// Its script, context and fake tools.
+    script: ScriptedAgent<'s>,
     status: Status,
-    plan: Option<Plan<'s>>,
-    plan_step: Option<usize>,
+    plan: Option<Reply<'s>>,
     call_index: usize,
     round_tools: Vec<&'s str>,
     round_flagged: bool,
@@ -139,14 +119,11 @@ struct World<'s> {
     sched: Scheduler<Ev>,
     agents: Vec<Agent<'s>>,
     batches: Vec<Batch>,
-    tool_rng: std::collections::BTreeMap<String, ChaCha8Rng>,
-    approval_rng: ChaCha8Rng,
     trace: TraceWriter,
     total: Usage,
     window: Option<(u64, u64)>,
     loop_began: Option<u64>,
     horizon: Instant,
-    counter: u64,
     last_activity: Instant,
     hit_horizon: bool,
     record_series: bool,
@@ -157,42 +134,7 @@ struct World<'s> {
     /// Guardrail decisions come from the record (an imported scenario run as written).
     recorded: bool,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
-    args_cache: rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
-}
-
-/// A scenario's TOML arguments as the JSON value a model would send.
-fn toml_args(args: &toml::Table) -> Value {
-    let v = serde_json::to_value(args).unwrap_or(serde_json::Value::Null);
-    json::parse(v.to_string().as_bytes()).unwrap_or(Value::Object(vec![]))
-}
-
-/// The arguments and signature of one call: parsed and hashed once per call spec; distinct
-/// repetitions add `n` and are hashed again.
-fn call_args(
-    cache: &mut rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>,
-    c: &CallSpec,
-    rep: u32,
-) -> (Value, Signature) {
-    let tool = c.tool.get_ref();
-    let (base, sig) = cache.entry(c as *const CallSpec).or_insert_with(|| {
-        let v = match &c.args_json {
-            // Validated when the scenario was loaded.
-            Some(text) => json::parse(text.get_ref().as_bytes()).unwrap_or(Value::Object(vec![])),
-            None => toml_args(&c.args),
-        };
-        let sig = Signature::new(tool, &v);
-        (v, sig)
-    });
-    if !c.distinct {
-        return (base.clone(), sig.clone());
-    }
-    let mut v = base.clone();
-    if let Value::Object(pairs) = &mut v {
-        pairs.retain(|(k, _)| k.as_slice() != b"n");
-        pairs.push((b"n".to_vec(), Value::Int(rep.to_string().into())));
-    }
-    let sig = Signature::new(tool, &v);
-    (v, sig)
+    args_cache: ArgsCache,
 }
 
 impl<'s> World<'s> {
@@ -239,13 +181,6 @@ impl<'s> World<'s> {
             sched: Scheduler::new(opts.order, stream(seed, "schedule")),
             agents: Vec::new(),
             batches: Vec::new(),
-            tool_rng: sc
-                .file
-                .tools
-                .keys()
-                .map(|t| (t.clone(), stream(seed, &format!("tool:{t}"))))
-                .collect(),
-            approval_rng: stream(seed, "approval"),
             trace,
             total: Usage::default(),
             window: sc.file.report.window_s.as_ref().map(|w| {
@@ -255,9 +190,8 @@ impl<'s> World<'s> {
             loop_began: None,
             horizon: Instant::START
                 + Duration::from_secs_f64(sc.file.report.horizon_s.unwrap_or(86_400.0)),
-            counter: 0,
             last_activity: Instant::START,
-            args_cache: rustc_hash::FxHashMap::default(),
+            args_cache: ArgsCache::default(),
             hit_horizon: false,
             record_series: opts.record_series,
             config_hash: String::new(),
@@ -320,7 +254,7 @@ impl<'s> World<'s> {
         let gov = TurnGovernor::new(cfg.turn, max);
         let id = self.agents.len();
         self.agents.push(Agent {
-            rng: stream(self.seed, &format!("agent:{name}/model")),
+            script: ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed),
             name,
             spec,
             depth,
@@ -334,14 +268,8 @@ impl<'s> World<'s> {
             },
             gov,
             cfg,
-            on_result: false,
-            user_turn: 0,
-            step: 0,
-            rep: 0,
-            context: spec.context_tokens,
             status: Status::Idle,
             plan: None,
-            plan_step: None,
             call_index: 0,
             round_tools: Vec::new(),
             round_flagged: false,
@@ -401,9 +329,7 @@ impl<'s> World<'s> {
             }
         };
         ag.guard.reset_turn();
-        ag.on_result = on_result;
-        ag.step = 0;
-        ag.rep = 0;
+        ag.script.start_turn(on_result);
         ag.status = Status::Running;
         ag.turns += 1;
         self.note_budget(a);
@@ -412,18 +338,6 @@ impl<'s> World<'s> {
             self.trace.line(&e);
         }
         self.sched.at(self.sched.now(), Ev::Wake(a));
-    }
-
-    fn script(&self, a: AgentId) -> &'s [Step] {
-        let ag = &self.agents[a];
-        // A result turn without its own script just answers (an empty script ends in text).
-        if ag.on_result {
-            &ag.spec.on_result
-        } else if ag.user_turn == 0 {
-            &ag.spec.script
-        } else {
-            &ag.spec.turns[ag.user_turn - 1].script
-        }
     }
 
     fn run(&mut self) {
@@ -519,8 +433,7 @@ impl<'s> World<'s> {
         }
         let stop_here = {
             let ag = &self.agents[a];
-            let script = self.script(a);
-            !ag.interrupted && script.get(ag.step).is_some_and(|s| s.user_stop)
+            !ag.interrupted && ag.script.user_stop_next()
         };
         if stop_here {
             // The recorded user pressed stop: the running turn ends at this iteration.
@@ -534,41 +447,9 @@ impl<'s> World<'s> {
         match self.agents[a].gov.begin_iteration(interrupt) {
             TurnStep::Exit => self.end_turn(a),
             TurnStep::Call { tools } => {
-                let script = self.script(a);
                 let ag = &mut self.agents[a];
-                // The grace call has no tools, and a finished script ends in text.
-                let (plan, step_idx) = if !tools || ag.step >= script.len() {
-                    (Plan::Answer, None)
-                } else {
-                    let step = &script[ag.step];
-                    let plan = if step.context_too_small {
-                        Plan::ContextTooSmall
-                    } else if let Some(d) = &step.delegate {
-                        Plan::Delegate {
-                            agent: d.get_ref(),
-                            tasks: step.tasks,
-                        }
-                    } else if step.answer.is_some() {
-                        Plan::Answer
-                    } else if !step.choose.is_empty() {
-                        let total: f64 = step.choose.iter().map(|c| c.weight).sum();
-                        let mut x = ag.rng.random::<f64>() * total;
-                        let pick = step.choose.iter().find(|c| {
-                            x -= c.weight;
-                            x < 0.0
-                        });
-                        let pick = pick.unwrap_or(step.choose.last().expect("validated"));
-                        if pick.answer.is_some() {
-                            Plan::Answer
-                        } else {
-                            Plan::Calls(&pick.calls)
-                        }
-                    } else {
-                        Plan::Calls(&step.calls)
-                    };
-                    (plan, Some(ag.step))
-                };
-                if matches!(plan, Plan::ContextTooSmall) {
+                let call = ag.script.reply(tools);
+                if matches!(call.reply, Reply::ContextTooSmall) {
                     // The preflight gate fails before any request is sent.
                     ag.gov.runtime_context_too_small();
                     self.note_budget(a);
@@ -582,48 +463,14 @@ impl<'s> World<'s> {
                     }
                     return self.end_turn(a);
                 }
-                let model = &self.sc.file.models[ag.spec.model.get_ref()];
-                let step = step_idx.map(|i| &script[i]);
-                let lat_dist: &Dist = step
-                    .and_then(|s| s.latency_s.as_ref())
-                    .unwrap_or(&model.latency_s)
-                    .get_ref();
-                let out_dist: &Dist = step
-                    .and_then(|s| s.output_tokens.as_ref())
-                    .unwrap_or(&model.output_tokens)
-                    .get_ref();
-                let mut latency = Duration::from_secs_f64(lat_dist.sample(&mut ag.rng));
-                // An empty reply is retried inside the same iteration: time and tokens, no count.
-                let mut attempts = 1;
-                while attempts < 4
-                    && ag.rng.random::<f64>() < *model.empty_reply_probability.get_ref()
-                {
-                    latency += Duration::from_secs_f64(lat_dist.sample(&mut ag.rng));
-                    attempts += 1;
-                }
-                let output = out_dist.sample(&mut ag.rng).round() as u64;
-                let mut input = ag.context * attempts;
-                let mut cache = (ag.context as f64 * model.cache_read_share.get_ref()).round()
-                    as u64
-                    * attempts;
-                let mut cache_write = 0;
-                // A recorded call keeps its own figures.
-                if let Some(s) = step {
-                    if let Some(i) = s.input_tokens {
-                        input = i;
-                        ag.context = i;
-                    }
-                    cache = s.cache_read_tokens.unwrap_or(cache);
-                    cache_write = s.cache_write_tokens.unwrap_or(0);
-                }
-                if step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
+                if call.step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
                     self.loop_began = Some(self.sched.now().0);
                 }
                 let ag = &mut self.agents[a];
+                let model = ag.script.model();
                 ag.calls += 1;
-                ag.context += output;
-                ag.plan = Some(plan);
-                ag.plan_step = step_idx;
+                ag.plan = Some(call.reply);
+                let latency = call.latency;
                 let now = self.sched.now().0;
                 if let Some(s) = &mut ag.series {
                     s.spans.push((now, now + latency.0, SpanKind::Model));
@@ -631,22 +478,23 @@ impl<'s> World<'s> {
                 }
                 let u = Usage::recorded_call(
                     &model.price,
-                    input,
-                    cache,
-                    cache_write,
-                    output,
+                    call.input_tokens,
+                    call.cache_read_tokens,
+                    call.cache_write_tokens,
+                    call.output_tokens,
                     latency.0,
                 );
-                let call = ag.calls;
+                let n = ag.calls;
                 let used = ag.gov.budget().used();
                 self.account(a, &u);
                 if self.trace.enabled() {
                     let mut e = self.event(a, "model_call");
-                    e.call = Some(call);
-                    e.input_tokens = Some(input);
-                    e.cache_read_tokens = Some(cache);
-                    e.cache_write_tokens = (cache_write > 0).then_some(cache_write);
-                    e.output_tokens = Some(output);
+                    e.call = Some(n);
+                    e.input_tokens = Some(call.input_tokens);
+                    e.cache_read_tokens = Some(call.cache_read_tokens);
+                    e.cache_write_tokens =
+                        (call.cache_write_tokens > 0).then_some(call.cache_write_tokens);
+                    e.output_tokens = Some(call.output_tokens);
                     e.latency_us = Some(latency.0);
                     e.budget_used = Some(used);
                     self.trace.line(&e);
@@ -664,12 +512,12 @@ impl<'s> World<'s> {
         self.agents[a].last_activity = self.sched.now();
         let plan = self.agents[a].plan.expect("a plan");
         match plan {
-            Plan::Answer => {
+            Reply::Answer => {
                 self.agents[a].gov.text_reply(FinishReason::Stop);
                 self.end_turn(a);
             }
-            Plan::ContextTooSmall => unreachable!("handled before the call"),
-            Plan::Calls(_) | Plan::Delegate { .. } => {
+            Reply::ContextTooSmall => unreachable!("handled before the call"),
+            Reply::Calls(_) | Reply::Delegate { .. } => {
                 let ag = &mut self.agents[a];
                 ag.call_index = 0;
                 ag.round_tools.clear();
@@ -683,12 +531,12 @@ impl<'s> World<'s> {
     fn next_call(&mut self, a: AgentId) {
         let plan = self.agents[a].plan.expect("a plan");
         let calls: &[CallSpec] = match plan {
-            Plan::Calls(c) => c,
-            Plan::Delegate { .. } => &[],
-            Plan::Answer | Plan::ContextTooSmall => unreachable!("no tool round"),
+            Reply::Calls(c) => c,
+            Reply::Delegate { .. } => &[],
+            Reply::Answer | Reply::ContextTooSmall => unreachable!("no tool round"),
         };
         let idx = self.agents[a].call_index;
-        if let Plan::Delegate { agent, tasks } = plan {
+        if let Reply::Delegate { agent, tasks } = plan {
             if idx == 0 {
                 self.delegate(a, agent, tasks);
             } else {
@@ -701,86 +549,40 @@ impl<'s> World<'s> {
         }
         let c = &calls[idx];
         let tool: &'s str = c.tool.get_ref();
-        let rep = self.agents[a].rep;
+        let rep = self.agents[a].script.rep();
         let (args, signature) = call_args(&mut self.args_cache, c, rep);
         self.agents[a].round_tools.push(tool);
         let d = self.agents[a].guard.before_call(signature, &args);
         if !d.action.allows_execution() {
             self.record_decision(a, tool, d.action, d.code, d.count);
             // A refused call is not run; its synthetic result is short.
-            self.agents[a].context += 60;
+            self.agents[a].script.refused_call();
             self.agents[a].call_index += 1;
             return self.next_call(a);
         }
-        let spec = &self.sc.file.tools[tool];
-        let rng = self.tool_rng.get_mut(tool).expect("tool stream");
-        let mut dur = Duration::from_secs_f64(match &c.latency_s {
-            Some(l) => *l.get_ref(),
-            None => spec.latency_s.get_ref().sample(rng),
-        });
-        let failed = c
-            .fail
-            .unwrap_or_else(|| rng.random::<f64>() < *spec.fail_probability.get_ref());
-        let tokens = spec.result_tokens.get_ref().sample(rng).round() as u64;
-        let mut timed_out = false;
-        if let Some(to) = &spec.timeout_s {
-            let to = Duration::from_secs_f64(*to.get_ref());
-            if dur > to {
-                dur = to;
-                timed_out = true;
-            }
-        }
-        if spec.approval {
-            let name = self
-                .sc
-                .file
-                .approval_model
-                .as_ref()
-                .expect("validated")
-                .get_ref();
-            let m = &self.sc.file.models[name];
-            let lat = Duration::from_secs_f64(m.latency_s.get_ref().sample(&mut self.approval_rng));
-            let out = m
-                .output_tokens
-                .get_ref()
-                .sample(&mut self.approval_rng)
-                .round() as u64;
-            let cache = (m.input_tokens as f64 * m.cache_read_share.get_ref()).round() as u64;
+        let now_s = self.sched.now().0 as f64 / 1e6;
+        let run = self.agents[a].script.run_tool(c, now_s);
+        if let Some(ap) = run.approval {
             let u = Usage {
                 approval_calls: 1,
-                approval_input_tokens: m.input_tokens,
-                approval_output_tokens: out,
-                approval_latency_us: lat.0,
-                cost_micro_usd: cost_micro_usd(&m.price, m.input_tokens, cache, out),
+                approval_input_tokens: ap.input_tokens,
+                approval_output_tokens: ap.output_tokens,
+                approval_latency_us: ap.latency.0,
+                cost_micro_usd: ap.cost_micro_usd,
                 ..Usage::default()
             };
             self.account(a, &u);
             if self.trace.enabled() {
                 let mut e = self.event(a, "approval_call");
                 e.tool = Some(tool.to_string());
-                e.latency_us = Some(lat.0);
-                e.output_tokens = Some(out);
+                e.latency_us = Some(ap.latency.0);
+                e.output_tokens = Some(ap.output_tokens);
                 self.trace.line(&e);
             }
-            dur += lat;
         }
-        self.counter += 1;
-        let result = if let Some(r) = &c.result {
-            r.clone()
-        } else if timed_out {
-            format!(
-                "{{\"error\": \"timed out after {:.0} s\"}}",
-                dur.as_secs_f64()
-            )
-        } else if failed {
-            spec.fail_result.clone()
-        } else {
-            self.render(&spec.result, a, rep, dur)
-        };
+        let (result, failed, dur) = (run.result, run.failed, run.dur);
         let ag = &mut self.agents[a];
-        ag.context += tokens;
         ag.call_started = self.sched.now();
-        let failed = failed || timed_out;
         ag.pending = Some(PendingCall {
             tool,
             signature: d.signature,
@@ -794,39 +596,6 @@ impl<'s> World<'s> {
 }
 
 impl World<'_> {
-    /// Fills a result template's volatile fields, in one pass.
-    fn render(&self, template: &str, a: AgentId, rep: u32, dur: Duration) -> String {
-        use std::fmt::Write as _;
-        let mut out = String::with_capacity(template.len() + 16);
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            out.push_str(&rest[..open]);
-            let tail = &rest[open..];
-            let field = ["{elapsed_s}", "{counter}", "{timestamp}", "{id}", "{n}"]
-                .into_iter()
-                .find(|f| tail.starts_with(f));
-            let _ = match field {
-                Some("{elapsed_s}") => write!(out, "{:.3}", dur.as_secs_f64()),
-                Some("{counter}") => write!(out, "{}", self.counter),
-                Some("{timestamp}") => write!(out, "{:.3}", self.sched.now().0 as f64 / 1e6),
-                Some("{id}") => {
-                    let h =
-                        Hash::of(format!("{}:{}", self.agents[a].name, self.counter).as_bytes());
-                    write!(out, "{}", &h.hex()[..16])
-                }
-                Some(_) => write!(out, "{rep}"),
-                None => {
-                    out.push('{');
-                    rest = &tail[1..];
-                    continue;
-                }
-            };
-            rest = &tail[field.map_or(1, str::len)..];
-        }
-        out.push_str(rest);
-        out
-    }
-
     fn record_decision(
         &mut self,
         a: AgentId,
@@ -991,27 +760,9 @@ impl World<'_> {
 
     /// Moves the script on after a model call, unless the step repeats.
     fn advance_script(&mut self, a: AgentId) {
-        let script = self.script(a);
         let children_done = self.background_done(a);
         let ag = &mut self.agents[a];
-        let Some(i) = ag.plan_step else { return };
-        let step = &script[i];
-        ag.rep += 1;
-        let model = &self.sc.file.models[ag.spec.model.get_ref()];
-        // Draw only when heeding is possible: otherwise a warning would shift the model's
-        // random stream and another engine's run would not replay the same behaviour.
-        let heed = *model.heed_probability.get_ref();
-        let heeded = ag.round_flagged && heed > 0.0 && ag.rng.random::<f64>() < heed;
-        let done = heeded
-            || match step.until {
-                None => ag.rep >= step.times,
-                Some(Until::Stopped) => false,
-                Some(Until::ChildrenDone) => children_done,
-            };
-        if done {
-            ag.step += 1;
-            ag.rep = 0;
-        }
+        ag.script.advance(ag.round_flagged, children_done);
     }
 
     /// Whether every background batch this agent started has finished.
@@ -1035,14 +786,11 @@ impl World<'_> {
         let fin = self.agents[a].gov.finish();
         if fin.summary_call {
             let ag = &mut self.agents[a];
-            let model = &self.sc.file.models[ag.spec.model.get_ref()];
-            let lat = Duration::from_secs_f64(model.latency_s.get_ref().sample(&mut ag.rng));
-            let out = model.output_tokens.get_ref().sample(&mut ag.rng).round() as u64;
-            let input = ag.context;
-            let cache = (input as f64 * model.cache_read_share.get_ref()).round() as u64;
+            let model = ag.script.model();
+            let call = ag.script.summary();
+            let (lat, input, out) = (call.latency, call.input_tokens, call.output_tokens);
             ag.summary_calls += 1;
-            ag.context += out;
-            let u = Usage::model_call(&model.price, input, cache, out, lat.0);
+            let u = Usage::model_call(&model.price, input, call.cache_read_tokens, out, lat.0);
             self.account(a, &u);
             if self.trace.enabled() {
                 let mut e = self.event(a, "summary_call");
@@ -1075,12 +823,13 @@ impl World<'_> {
             self.child_finished(a);
             return;
         }
-        if ag.user_turn < ag.spec.turns.len() && ag.pending_results.is_empty() {
+        if let Some(at_s) = ag.script.next_user_message_at()
+            && ag.pending_results.is_empty()
+        {
             // The user's next message (a recorded session's later turn): after this turn,
             // and not before the message was sent.
-            let at = Instant::START
-                + Duration::from_secs_f64(*ag.spec.turns[ag.user_turn].at_s.get_ref());
-            ag.user_turn += 1;
+            let at = Instant::START + Duration::from_secs_f64(at_s);
+            ag.script.open_user_turn();
             ag.interrupted = false;
             ag.status = Status::Idle;
             let at = at.max(self.sched.now());

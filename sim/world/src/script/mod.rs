@@ -1,0 +1,454 @@
+//! The scripted agent: given what it has observed, what a scenario's agent does next.
+//!
+//! One implementation of script semantics, used by the simulator's event loop
+//! ([`crate::sim`]) and by `loopsim serve`, where a real runtime's loop drives it over HTTP.
+//! A [`ScriptedAgent`] owns an agent's place in its script, its context size (the token
+//! model), its random streams and its fake tools; the caller owns time, budgets and
+//! guardrails (the engine in a simulation, the runtime itself when live).
+//!
+//! ```
+//! use loopsim_world::scenario::Scenario;
+//! use loopsim_world::script::{Reply, ScriptedAgent};
+//!
+//! let sc = Scenario::parse(r#"
+//! name = "demo"
+//! description = "one read, then an answer"
+//! provenance = "doc example"
+//! profile = "hermes-main"
+//! [models.m]
+//! latency_s = 2.0
+//! output_tokens = 50
+//! [tools.read_file]
+//! latency_s = 0.5
+//! [agents.parent]
+//! model = "m"
+//! context_tokens = 1000
+//! script = [{ calls = [{ tool = "read_file" }] }, { answer = "done" }]
+//! "#, "demo.toml").unwrap();
+//! let mut agent = ScriptedAgent::new(&sc.file, "parent", "parent", 1);
+//! agent.start_turn(false);
+//! let call = agent.reply(true);
+//! assert!(matches!(call.reply, Reply::Calls(c) if c.len() == 1));
+//! assert_eq!((call.input_tokens, call.output_tokens), (1000, 50));
+//! agent.advance(false, true);
+//! assert!(matches!(agent.reply(true).reply, Reply::Answer));
+//! ```
+
+use loopsim_engine::hash::Signature;
+use loopsim_engine::json::{self, Value};
+use rand::RngExt;
+use rand::rngs::ChaCha8Rng;
+
+use crate::clock::Duration;
+use crate::rng::stream;
+use crate::scenario::{AgentSpec, CallSpec, Dist, ModelSpec, ScenarioFile, Step, Until};
+
+mod tools;
+
+pub use tools::{ApprovalCall, ToolRun, render_result};
+
+/// Context tokens a refused call's short synthetic result adds.
+pub const REFUSED_RESULT_TOKENS: u64 = 60;
+/// Context tokens each child's report adds to its parent's context.
+pub const CHILD_REPORT_TOKENS: u64 = 300;
+/// Replies a model gives at most for one iteration (the first and its empty-reply retries).
+pub const MAX_ATTEMPTS: u32 = 4;
+
+/// What the model's reply is at one call.
+#[derive(Clone, Copy, Debug)]
+pub enum Reply<'s> {
+    /// Final text: the turn ends.
+    Answer,
+    /// The local runtime's context window is too small: no request is sent.
+    ContextTooSmall,
+    /// Tool calls in one reply.
+    Calls(&'s [CallSpec]),
+    /// One `delegate_task` call for `tasks` children running `agent`'s script.
+    Delegate { agent: &'s str, tasks: u32 },
+}
+
+/// One model call: the reply and its figures.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelCall<'s> {
+    pub reply: Reply<'s>,
+    /// The script step the reply came from (none for the grace call or a finished script).
+    pub step: Option<&'s Step>,
+    pub latency: Duration,
+    /// Replies given: 1, plus one per empty reply retried before it.
+    pub attempts: u32,
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The summary call a turn ends with when its budget ran out.
+#[derive(Clone, Copy, Debug)]
+pub struct SummaryCall {
+    pub latency: Duration,
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One agent of a scenario, following its script.
+pub struct ScriptedAgent<'s> {
+    name: String,
+    spec: &'s AgentSpec,
+    model: &'s ModelSpec,
+    file: &'s ScenarioFile,
+    rng: ChaCha8Rng,
+    /// The current turn was opened by a background delegation's result.
+    on_result: bool,
+    /// 0 for the first user turn's script, k for `turns[k - 1]`.
+    user_turn: usize,
+    step: usize,
+    rep: u32,
+    /// The step of the last reply (none: it did not come from a step).
+    reply_step: Option<usize>,
+    context: u64,
+    tools: tools::Tools,
+    /// Tasks this agent has delegated so far (its children's names count on from it).
+    delegated: u32,
+}
+
+impl<'s> ScriptedAgent<'s> {
+    /// The agent named `name` running the script of `spec_name`, with its own random streams.
+    pub fn new(file: &'s ScenarioFile, name: &str, spec_name: &str, seed: u64) -> Self {
+        let spec = &file.agents[spec_name];
+        ScriptedAgent {
+            rng: stream(seed, &format!("agent:{name}/model")),
+            tools: tools::Tools::new(seed, name),
+            name: name.to_string(),
+            model: &file.models[spec.model.get_ref()],
+            spec,
+            file,
+            on_result: false,
+            user_turn: 0,
+            step: 0,
+            rep: 0,
+            reply_step: None,
+            context: spec.context_tokens,
+            delegated: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn spec(&self) -> &'s AgentSpec {
+        self.spec
+    }
+
+    pub fn model(&self) -> &'s ModelSpec {
+        self.model
+    }
+
+    /// Context tokens the next call sends.
+    pub fn context(&self) -> u64 {
+        self.context
+    }
+
+    /// The repetition of the current step (what `distinct` adds as `n`).
+    pub fn rep(&self) -> u32 {
+        self.rep
+    }
+
+    /// A new turn: the first (or a result turn's) script from its start.
+    pub fn start_turn(&mut self, on_result: bool) {
+        self.on_result = on_result;
+        self.step = 0;
+        self.rep = 0;
+    }
+
+    /// When the user's next message comes (seconds), if the agent has one left.
+    pub fn next_user_message_at(&self) -> Option<f64> {
+        self.spec
+            .turns
+            .get(self.user_turn)
+            .map(|t| *t.at_s.get_ref())
+    }
+
+    /// Moves on to the user's next message: the next [`start_turn`](Self::start_turn) follows
+    /// its script.
+    pub fn open_user_turn(&mut self) {
+        self.user_turn += 1;
+    }
+
+    fn steps(&self) -> &'s [Step] {
+        // A result turn without its own script just answers (an empty script ends in text).
+        if self.on_result {
+            &self.spec.on_result
+        } else if self.user_turn == 0 {
+            &self.spec.script
+        } else {
+            &self.spec.turns[self.user_turn - 1].script
+        }
+    }
+
+    /// Whether the recorded user pressed stop before the next call.
+    pub fn user_stop_next(&self) -> bool {
+        self.steps().get(self.step).is_some_and(|s| s.user_stop)
+    }
+
+    /// The model's next reply. `tools` is false for the call a turn makes without tools
+    /// (Hermes's grace call): a finished script, or no tools, ends in text.
+    pub fn reply(&mut self, tools: bool) -> ModelCall<'s> {
+        let steps = self.steps();
+        let (reply, step_idx) = if !tools || self.step >= steps.len() {
+            (Reply::Answer, None)
+        } else {
+            let step = &steps[self.step];
+            let reply = if step.context_too_small {
+                Reply::ContextTooSmall
+            } else if let Some(d) = &step.delegate {
+                Reply::Delegate {
+                    agent: d.get_ref(),
+                    tasks: step.tasks,
+                }
+            } else if step.answer.is_some() {
+                Reply::Answer
+            } else if !step.choose.is_empty() {
+                let total: f64 = step.choose.iter().map(|c| c.weight).sum();
+                let mut x = self.rng.random::<f64>() * total;
+                let pick = step.choose.iter().find(|c| {
+                    x -= c.weight;
+                    x < 0.0
+                });
+                let pick = pick.unwrap_or(step.choose.last().expect("validated"));
+                if pick.answer.is_some() {
+                    Reply::Answer
+                } else {
+                    Reply::Calls(&pick.calls)
+                }
+            } else {
+                Reply::Calls(&step.calls)
+            };
+            (reply, Some(self.step))
+        };
+        self.reply_step = step_idx;
+        let step = step_idx.map(|i| &steps[i]);
+        let none = ModelCall {
+            reply,
+            step,
+            latency: Duration::ZERO,
+            attempts: 0,
+            input_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            output_tokens: 0,
+        };
+        if matches!(reply, Reply::ContextTooSmall) {
+            // The preflight gate fails before any request is sent: nothing is drawn.
+            return none;
+        }
+        let model = self.model;
+        let lat_dist: &Dist = step
+            .and_then(|s| s.latency_s.as_ref())
+            .unwrap_or(&model.latency_s)
+            .get_ref();
+        let out_dist: &Dist = step
+            .and_then(|s| s.output_tokens.as_ref())
+            .unwrap_or(&model.output_tokens)
+            .get_ref();
+        let mut latency = Duration::from_secs_f64(lat_dist.sample(&mut self.rng));
+        // An empty reply is retried inside the same iteration: time and tokens, no count.
+        let mut attempts = 1;
+        while attempts < MAX_ATTEMPTS
+            && self.rng.random::<f64>() < *model.empty_reply_probability.get_ref()
+        {
+            latency += Duration::from_secs_f64(lat_dist.sample(&mut self.rng));
+            attempts += 1;
+        }
+        let output = out_dist.sample(&mut self.rng).round() as u64;
+        let share = *model.cache_read_share.get_ref();
+        let mut input = self.context * attempts as u64;
+        let mut cache = (self.context as f64 * share).round() as u64 * attempts as u64;
+        let mut cache_write = 0;
+        // A recorded call keeps its own figures.
+        if let Some(s) = step {
+            if let Some(i) = s.input_tokens {
+                input = i;
+                self.context = i;
+            }
+            cache = s.cache_read_tokens.unwrap_or(cache);
+            cache_write = s.cache_write_tokens.unwrap_or(0);
+        }
+        self.context += output;
+        ModelCall {
+            latency,
+            attempts,
+            input_tokens: input,
+            cache_read_tokens: cache,
+            cache_write_tokens: cache_write,
+            output_tokens: output,
+            ..none
+        }
+    }
+
+    /// Moves the script on after a reply's round, unless its step repeats. `flagged`: a
+    /// guardrail warning or notice came back in the round (the model may heed it);
+    /// `children_done`: every background child this agent started has finished.
+    pub fn advance(&mut self, flagged: bool, children_done: bool) {
+        let Some(i) = self.reply_step else { return };
+        let step = &self.steps()[i];
+        self.rep += 1;
+        // Draw only when heeding is possible: otherwise a warning would shift the model's
+        // random stream and another engine's run would not replay the same behaviour.
+        let heed = *self.model.heed_probability.get_ref();
+        let heeded = flagged && heed > 0.0 && self.rng.random::<f64>() < heed;
+        let done = heeded
+            || match step.until {
+                None => self.rep >= step.times,
+                Some(Until::Stopped) => false,
+                Some(Until::ChildrenDone) => children_done,
+            };
+        if done {
+            self.step += 1;
+            self.rep = 0;
+        }
+    }
+
+    /// The summary call at the end of a turn whose budget ran out.
+    pub fn summary(&mut self) -> SummaryCall {
+        let model = self.model;
+        let latency = Duration::from_secs_f64(model.latency_s.get_ref().sample(&mut self.rng));
+        let out = model.output_tokens.get_ref().sample(&mut self.rng).round() as u64;
+        let input = self.context;
+        let cache = (input as f64 * model.cache_read_share.get_ref()).round() as u64;
+        self.context += out;
+        SummaryCall {
+            latency,
+            input_tokens: input,
+            cache_read_tokens: cache,
+            output_tokens: out,
+        }
+    }
+
+    /// A call the guardrails refused: its short synthetic result joins the context.
+    pub fn refused_call(&mut self) {
+        self.context += REFUSED_RESULT_TOKENS;
+    }
+
+    /// `n` children reported back (a synchronous delegation's result, or a background
+    /// batch's new turn).
+    pub fn children_reported(&mut self, n: usize) {
+        self.context += CHILD_REPORT_TOKENS * n as u64;
+    }
+
+    /// Runs one scripted tool call started at `now_s` (virtual seconds): its duration,
+    /// failure, result text and tokens (added to the context), and the approval call first
+    /// where the tool needs one.
+    pub fn run_tool(&mut self, c: &CallSpec, now_s: f64) -> ToolRun {
+        let run = self.tools.run(self.file, &self.name, c, self.rep, now_s);
+        self.context += run.tokens;
+        run
+    }
+
+    /// A `delegate_task` call for `tasks` children running `child_spec`: its arguments and
+    /// the children's names. Each task's goal carries its child's name in a tag
+    /// ([`agent_tag`]), so a live server can tell which child a request comes from.
+    pub fn delegate(&mut self, child_spec: &str, tasks: u32) -> Delegation {
+        let first = self.delegated;
+        self.delegated += tasks;
+        let names: Vec<String> = (0..tasks)
+            .map(|i| child_name(&self.name, child_spec, first + i + 1))
+            .collect();
+        let goals: Vec<serde_json::Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                serde_json::json!({ "goal": format!("{child_spec} task {} {}", i + 1, agent_tag(n)) })
+            })
+            .collect();
+        let args = json::parse(serde_json::json!({ "tasks": goals }).to_string().as_bytes())
+            .expect("json");
+        Delegation {
+            signature: Signature::new("delegate_task", &args),
+            args,
+            names,
+        }
+    }
+}
+
+/// A `delegate_task` call the script makes.
+#[derive(Clone, Debug)]
+pub struct Delegation {
+    pub args: Value,
+    pub signature: Signature,
+    /// The children's names, in task order.
+    pub names: Vec<String>,
+}
+
+/// The name of the `k`-th child (1-based) an agent delegates: `worker#3` for the parent's,
+/// `worker#1/helper#2` below it.
+pub fn child_name(parent: &str, child_spec: &str, k: u32) -> String {
+    if parent == "parent" {
+        format!("{child_spec}#{k}")
+    } else {
+        format!("{parent}/{child_spec}#{k}")
+    }
+}
+
+/// The tag a child's goal carries: `[loopsim agent worker#3]`.
+pub fn agent_tag(name: &str) -> String {
+    format!("[loopsim agent {name}]")
+}
+
+/// The agent named by the first tag in `text`, if any.
+pub fn find_agent_tag(text: &str) -> Option<&str> {
+    let start = text.find("[loopsim agent ")? + "[loopsim agent ".len();
+    let len = text[start..].find(']')?;
+    Some(&text[start..start + len])
+}
+
+/// A scenario's TOML arguments as the JSON value a model would send.
+fn toml_args(args: &toml::Table) -> Value {
+    let v = serde_json::to_value(args).unwrap_or(serde_json::Value::Null);
+    json::parse(v.to_string().as_bytes()).unwrap_or(Value::Object(vec![]))
+}
+
+/// Parsed arguments per call spec (the specs live as long as the scenario).
+pub type ArgsCache = rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>;
+
+/// The arguments and signature of one call: parsed and hashed once per call spec; distinct
+/// repetitions add `n` and are hashed again.
+pub fn call_args(cache: &mut ArgsCache, c: &CallSpec, rep: u32) -> (Value, Signature) {
+    let tool = c.tool.get_ref();
+    let (base, sig) = cache.entry(c as *const CallSpec).or_insert_with(|| {
+        let v = match &c.args_json {
+            // Validated when the scenario was loaded.
+            Some(text) => json::parse(text.get_ref().as_bytes()).unwrap_or(Value::Object(vec![])),
+            None => toml_args(&c.args),
+        };
+        let sig = Signature::new(tool, &v);
+        (v, sig)
+    });
+    if !c.distinct {
+        return (base.clone(), sig.clone());
+    }
+    let mut v = base.clone();
+    if let Value::Object(pairs) = &mut v {
+        pairs.retain(|(k, _)| k.as_slice() != b"n");
+        pairs.push((b"n".to_vec(), Value::Int(rep.to_string().into())));
+    }
+    let sig = Signature::new(tool, &v);
+    (v, sig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip_and_children_are_named_per_parent() {
+        let n = child_name("parent", "worker", 3);
+        assert_eq!(n, "worker#3");
+        assert_eq!(child_name(&n, "helper", 1), "worker#3/helper#1");
+        let goal = format!("worker task 3 {}: go", agent_tag(&n));
+        assert_eq!(find_agent_tag(&goal), Some("worker#3"));
+        assert_eq!(find_agent_tag("no tag here"), None);
+        assert_eq!(find_agent_tag("[loopsim agent unterminated"), None);
+    }
+}
