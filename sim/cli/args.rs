@@ -216,9 +216,53 @@ pub enum Command {
         /// The run seed (default: the scenario's).
         #[arg(long)]
         seed: Option<u64>,
+        /// Compare the simulation with a real runtime's loop instead: hermes or
+        /// hermes=PYTHON (the simulation runs under --profile, default hermes-0.19.0).
+        #[arg(long, conflicts_with = "engines")]
+        live: Option<String>,
+        /// A live run's wall-clock limit in seconds.
+        #[arg(long, default_value_t = 600.0)]
+        timeout: f64,
         /// Print the result as text or JSON.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+    },
+    /// Run a scenario through a real runtime's loop (the scripted model and tools served to
+    /// it) and report it beside the simulation (docs/live.md).
+    Live {
+        /// The scenario file, or the name of a scenario of the built-in suite.
+        scenario: PathBuf,
+        /// The runtime: hermes, or hermes=PYTHON (a Python that imports Hermes).
+        #[arg(long, default_value = "hermes")]
+        runtime: String,
+        #[command(flatten)]
+        engine_args: EngineArgs,
+        /// The run seed (default: the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// The report folder (default: reports/NAME-live).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The live run's wall-clock limit in seconds.
+        #[arg(long, default_value_t = 600.0)]
+        timeout: f64,
+        /// Print the summary as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Serve a scenario's scripted model (OpenAI Chat Completions) and tools on loopback,
+    /// for any runtime to run against (docs/live.md).
+    Serve {
+        /// The scenario file, or the name of a scenario of the built-in suite.
+        scenario: PathBuf,
+        /// The run seed (default: the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Where to listen: loopback only (port 0: any free port).
+        #[arg(long, default_value = "127.0.0.1:8642")]
+        listen: String,
+        #[command(flatten)]
+        engine_args: EngineArgs,
     },
     /// List the scenarios, one line each.
     List {

@@ -148,11 +148,44 @@ fn dispatch(cli: &Cli) -> Result<()> {
         }),
         Command::Diff {
             scenario,
+            live: Some(runtime),
+            engine_args,
+            seed,
+            timeout,
+            format,
+            ..
+        } => cmd::live::diff(scenario, runtime, engine_args, *seed, *timeout, *format),
+        Command::Diff {
+            scenario,
             engines,
             engine_args,
             seed,
             format,
+            ..
         } => cmd::diff::run(scenario, engines, engine_args, *seed, *format),
+        Command::Live {
+            scenario,
+            runtime,
+            engine_args,
+            seed,
+            out,
+            timeout,
+            format,
+        } => cmd::live::live(
+            scenario,
+            runtime,
+            engine_args,
+            *seed,
+            out.as_ref(),
+            *timeout,
+            *format,
+        ),
+        Command::Serve {
+            scenario,
+            seed,
+            listen,
+            engine_args,
+        } => cmd::live::serve(scenario, engine_args, *seed, listen),
         Command::List { dir, format } => cmd::list::run(dir.as_deref(), *format),
         Command::Guard {
             profile,
@@ -189,6 +222,7 @@ fn main() -> ExitCode {
     }
     // Ctrl-C, SIGTERM or SIGHUP: no temporary of an unfinished output stays behind.
     let _ = ctrlc::set_handler(|| {
+        loopsim_live::hermes::kill_children();
         loopsim_world::temporaries::remove_all();
         std::process::exit(130);
     });

@@ -7,6 +7,7 @@ pub mod guard;
 pub mod import;
 pub mod init;
 pub mod list;
+pub mod live;
 pub mod manual;
 pub mod replay;
 pub mod run;

@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Runs the real Hermes Agent loop against `loopsim serve`.
+
+Usage: live.py SPEC.json
+
+SPEC (written by `loopsim live`): {
+  "server": "http://127.0.0.1:PORT",   # loopsim's server (model at /v1, tools at /loopsim/v1)
+  "model": "main",                     # the parent's model name
+  "config_yaml": "...",                # the scenario's and the user's Hermes config
+  "platform": "cli",
+  "task": "the first user message",
+  "max_background_turns": 3,           # result turns to wait for after the first
+  "background_wait_s": 60
+}
+
+Whichever Hermes is importable runs: hermes-agent from PyPI, or a checkout on PYTHONPATH. Every
+tool handler is replaced by a fake that asks loopsim for the scripted result, so no real tool
+runs; an audit hook refuses any connection that is not to 127.0.0.1. Hermes's own
+`delegate_task` builds the child agents. What Hermes decided (guardrail decisions, each turn's
+exit reason, its budget and API calls) is posted to loopsim's event endpoint.
+
+Exit codes: 0 the run finished; 2 bad input or Hermes missing; 3 a connection off loopback
+was attempted; 4 Hermes raised.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import urllib.request
+
+EXIT_BAD_INPUT = 2
+EXIT_NETWORK = 3
+EXIT_RUNTIME = 4
+TAG_PREFIX = "[loopsim agent "
+
+
+def fail(code, message):
+    print(f"live.py: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+if len(sys.argv) != 2:
+    fail(EXIT_BAD_INPUT, "usage: live.py SPEC.json")
+try:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        SPEC = json.load(f)
+    SERVER = SPEC["server"].rstrip("/")
+    MODEL = SPEC["model"]
+except (OSError, ValueError, KeyError) as e:
+    fail(EXIT_BAD_INPUT, f"{sys.argv[1]}: {e}")
+
+# --- nothing leaves 127.0.0.1 -------------------------------------------------------------
+OFF_LOOPBACK = []
+
+
+def _is_loopback(host):
+    return host in ("localhost", "::1") or str(host).startswith("127.")
+
+
+def _audit(event, args):
+    if event == "socket.connect":
+        addr = args[1]
+        if isinstance(addr, tuple) and not _is_loopback(addr[0]):
+            OFF_LOOPBACK.append(str(addr))
+            raise ConnectionRefusedError(f"loopsim live: {addr} is not loopback")
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+        if host is not None and not _is_loopback(host) and not str(host).replace(".", "").isdigit():
+            OFF_LOOPBACK.append(str(host))
+            raise ConnectionRefusedError(f"loopsim live: {host} is not loopback")
+    elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
+        # A real tool would start a process; none may run here.
+        raise PermissionError(f"loopsim live: {event} refused (no real tool runs)")
+
+
+# --- Hermes's home: a temporary folder with the run's config.yaml -------------------------
+HOME = tempfile.mkdtemp(prefix="loopsim-hermes-home.")
+CWD = tempfile.mkdtemp(prefix="loopsim-hermes-cwd.")
+
+
+def cleanup():
+    shutil.rmtree(HOME, ignore_errors=True)
+    shutil.rmtree(CWD, ignore_errors=True)
+
+
+os.environ["HERMES_HOME"] = HOME
+os.environ["TERMINAL_CWD"] = CWD
+os.environ["NO_PROXY"] = "*"
+for key in list(os.environ):
+    if key.endswith("_API_KEY") or key in (
+        "OPENAI_BASE_URL", "HERMES_INFERENCE_PROVIDER", "HERMES_INFERENCE_MODEL",
+        "HERMES_MAX_ITERATIONS",
+    ):
+        os.environ.pop(key, None)
+with open(os.path.join(HOME, "config.yaml"), "w", encoding="utf-8") as f:
+    f.write(SPEC.get("config_yaml", ""))
+
+
+def post(path, body):
+    req = urllib.request.Request(
+        SERVER + path, data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+sys.addaudithook(_audit)
+
+try:
+    import run_agent  # noqa: E402
+    import model_tools  # noqa: E402
+    from tools.registry import registry  # noqa: E402
+    from tools import approval as approval_mod  # noqa: E402
+    from agent import tool_guardrails  # noqa: E402
+except ImportError as e:
+    cleanup()
+    fail(EXIT_BAD_INPUT, f"Hermes Agent is not importable with {sys.executable}: {e} "
+                         "(pip install hermes-agent, or put a checkout on PYTHONPATH)")
+
+try:
+    import cli as hermes_cli_main  # noqa: E402  (its config loader reads HERMES_HOME)
+    CLI_CONFIG = hermes_cli_main.load_cli_config()
+except Exception as e:  # the CLI module may not import in a stripped checkout
+    cleanup()
+    fail(EXIT_BAD_INPUT, f"Hermes's CLI config loader failed: {e}")
+
+
+def hermes_version():
+    try:
+        from importlib.metadata import version
+        return version("hermes-agent")
+    except Exception:
+        return "unknown"
+
+
+# --- which agent is running ---------------------------------------------------------------
+CURRENT = threading.local()
+GUARD_OWNER = {}   # id(controller) -> agent name
+AGENTS = {}        # name -> AIAgent
+
+
+def agent_name_of(text):
+    text = text or ""
+    start = text.find(TAG_PREFIX)
+    if start < 0:
+        return "parent"
+    end = text.find("]", start)
+    return text[start + len(TAG_PREFIX):end] if end > 0 else "parent"
+
+
+def report(kind, agent, **fields):
+    post("/loopsim/v1/event", dict(fields, kind=kind, agent=agent))
+
+
+# --- fake tools: every handler asks loopsim ---------------------------------------------
+def run_fake(name, args):
+    call_id = ""
+    try:
+        call_id = approval_mod._approval_tool_call_id.get()
+    except Exception:
+        pass
+    answer = post("/loopsim/v1/tool", {"id": call_id, "tool": name, "args": args})
+    if answer.get("interrupt"):
+        parent = AGENTS.get("parent")
+        if parent is not None:
+            parent.interrupt("loopsim: the scenario's user pressed stop")
+    return answer["result"]
+
+
+def make_fake(name):
+    def handler(args, **_kwargs):
+        return run_fake(name, args)
+    handler.__name__ = f"loopsim_fake_{name}"
+    return handler
+
+
+KEEP_REAL = {"delegate_task"}  # Hermes's own delegation builds real child agents
+for entry in registry._snapshot_entries():
+    if entry.name in KEEP_REAL:
+        continue
+    entry.handler = make_fake(entry.name)
+    entry.is_async = False
+    entry.check_fn = None  # offered without API keys (web_search and friends)
+
+# Tools the agent loop runs itself bypass the registry: replace their module functions.
+import tools.memory_tool  # noqa: E402
+import tools.todo_tool  # noqa: E402
+
+tools.memory_tool.memory_tool = lambda **kw: run_fake(
+    "memory", {k: v for k, v in kw.items() if k != "store"})
+tools.todo_tool.todo_tool = lambda **kw: run_fake(
+    "todo", {k: v for k, v in kw.items() if k != "store"})
+model_tools._clear_tool_defs_cache()
+
+# --- what Hermes decided: wrap its guardrail controller (observing, never changing) -------
+Controller = tool_guardrails.ToolCallGuardrailController
+_before, _after = Controller.before_call, Controller.after_call
+
+
+def _record(self, decision):
+    action = getattr(decision, "action", "allow")
+    if action != "allow":
+        report("decision", GUARD_OWNER.get(id(self), "parent"),
+               tool=getattr(decision, "tool_name", None), action=action,
+               code=getattr(decision, "code", ""), count=getattr(decision, "count", 0))
+    return decision
+
+
+Controller.before_call = lambda self, *a, **kw: _record(self, _before(self, *a, **kw))
+Controller.after_call = lambda self, *a, **kw: _record(self, _after(self, *a, **kw))
+
+_run_conversation = run_agent.AIAgent.run_conversation
+
+
+def run_conversation(self, user_message, *args, **kwargs):
+    name = getattr(self, "_loopsim_name", None)
+    if name is None:
+        name = agent_name_of(user_message if isinstance(user_message, str) else "")
+        self._loopsim_name = name
+        AGENTS[name] = self
+    GUARD_OWNER[id(getattr(self, "_tool_guardrails", None))] = name
+    result = _run_conversation(self, user_message, *args, **kwargs)
+    GUARD_OWNER[id(getattr(self, "_tool_guardrails", None))] = name
+    budget = getattr(self, "iteration_budget", None)
+    report("turn_end", name,
+           detail=(result or {}).get("turn_exit_reason") or "unknown",
+           budget_used=getattr(budget, "used", None),
+           api_calls=(result or {}).get("api_calls"))
+    return result
+
+
+run_agent.AIAgent.run_conversation = run_conversation
+
+
+# --- the parent, built as Hermes's CLI builds it ----------------------------------------
+def max_turns():
+    # The CLI's order: agent.max_turns, then a root-level max_turns, then the environment,
+    # then 90 (a falsy value falls through, as in Hermes).
+    agent_cfg = CLI_CONFIG.get("agent") or {}
+    for value in (agent_cfg.get("max_turns"), CLI_CONFIG.get("max_turns")):
+        if value:
+            return int(value)
+    return 90
+
+
+def main():
+    from hermes_cli.runtime_provider import resolve_runtime_provider
+    runtime = resolve_runtime_provider(requested=None, target_model=MODEL)
+    parent = run_agent.AIAgent(
+        base_url=runtime.get("base_url"),
+        api_key=runtime.get("api_key"),
+        provider=runtime.get("provider"),
+        api_mode=runtime.get("api_mode"),
+        model=MODEL,
+        max_iterations=max_turns(),
+        enabled_toolsets=SPEC.get("toolsets") or [
+            "terminal", "file", "web", "code_execution", "memory", "delegation", "todo"],
+        quiet_mode=True,
+        platform=SPEC.get("platform") or "cli",
+        skip_context_files=True,
+        skip_memory=True,
+        tool_delay=0.0,
+        save_trajectories=False,
+    )
+    parent._loopsim_name = "parent"
+    AGENTS["parent"] = parent
+    turns = []
+    result = parent.run_conversation(SPEC.get("task") or "Do the task.")
+    turns.append(result.get("turn_exit_reason"))
+    history = result.get("messages")
+    # Background children report as a new turn once the parent's turn has ended, as the CLI
+    # does with the completion queue.
+    from tools.process_registry import process_registry, format_process_notification
+    import queue
+    for _ in range(int(SPEC.get("max_background_turns", 0))):
+        if parent._interrupt_requested if hasattr(parent, "_interrupt_requested") else False:
+            break
+        try:
+            event = process_registry.completion_queue.get(
+                timeout=float(SPEC.get("background_wait_s", 60)))
+        except queue.Empty:
+            break
+        note = format_process_notification(event)
+        result = parent.run_conversation(note, conversation_history=history)
+        turns.append(result.get("turn_exit_reason"))
+        history = result.get("messages")
+    try:
+        parent.close()
+    except Exception:
+        pass
+    return turns
+
+
+try:
+    TURNS = main()
+except SystemExit:
+    raise
+except BaseException as e:  # noqa: BLE001 (the harness reports whatever Hermes raised)
+    cleanup()
+    if OFF_LOOPBACK:
+        fail(EXIT_NETWORK, f"connections off loopback were attempted: {OFF_LOOPBACK}")
+    fail(EXIT_RUNTIME, f"Hermes raised {type(e).__name__}: {e}")
+cleanup()
+if OFF_LOOPBACK:
+    fail(EXIT_NETWORK, f"connections off loopback were attempted: {OFF_LOOPBACK}")
+print(json.dumps({"ok": True, "hermes": hermes_version(), "turns": TURNS}))

@@ -1,0 +1,408 @@
+//! `loopsim live` and `loopsim serve`: a scenario through a real runtime's loop.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use loopsim_engine::profile::ProfileName;
+use loopsim_live::compare::{self, Divergence};
+use loopsim_live::hermes::{self, LiveOptions, LiveRun};
+use loopsim_world::scenario::Scenario;
+use loopsim_world::trace::{self, Header};
+use serde_json::{Value, json};
+
+use crate::args::{EngineArgs, Format};
+use crate::inputs;
+use crate::out::{CheckFailed, emit, say};
+use crate::run_to_memory;
+
+/// The profile a live Hermes run is compared under when none is given: the version PyPI's
+/// `hermes-agent==0.19.0` is.
+pub const LIVE_PROFILE: ProfileName = ProfileName::Hermes0_19_0;
+
+/// `hermes` or `hermes=PYTHON`: the runtime and the Python that has it.
+pub fn parse_runtime(s: &str) -> Result<PathBuf> {
+    let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
+    if name != "hermes" {
+        bail!(
+            "--runtime `{s}`: expected hermes or hermes=PYTHON (other runtimes are not live yet)"
+        );
+    }
+    if python == Some("") {
+        bail!("--runtime `{s}`: the Python after `=` is empty");
+    }
+    Ok(python
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("LOOPSIM_LIVE_PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| {
+            let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("target/hermes-live-venv/bin/python");
+            if venv.exists() {
+                venv
+            } else {
+                PathBuf::from("python3")
+            }
+        }))
+}
+
+/// One scenario through the real loop and through the simulation, with both traces.
+pub struct LiveAndSimulated {
+    pub sc: &'static Scenario,
+    pub profile: ProfileName,
+    pub seed: u64,
+    pub live: LiveRun,
+    pub live_events: Vec<Value>,
+    pub simulated: Vec<Value>,
+    pub sim_wall: std::time::Duration,
+    pub divergence: Option<Divergence>,
+}
+
+pub fn run_both(
+    path: &Path,
+    runtime: &str,
+    args: &EngineArgs,
+    seed: Option<u64>,
+    timeout_s: f64,
+) -> Result<LiveAndSimulated> {
+    let python = parse_runtime(runtime)?;
+    if !(timeout_s.is_finite() && timeout_s > 0.0) {
+        bail!("--timeout {timeout_s}: expected a positive number of seconds");
+    }
+    // A server serves one scenario for the life of the process.
+    let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
+    inputs::check_platform(args.platform.as_deref())?;
+    let mut opts = inputs::run_options(args)?;
+    let profile = args.profile.unwrap_or(LIVE_PROFILE);
+    opts.profile = Some(profile);
+    opts.seed = seed;
+    inputs::config_warnings(
+        &[(sc, profile)],
+        args.platform.as_deref(),
+        opts.config.as_deref(),
+    )?;
+    let seed = seed.unwrap_or(sc.file.seed);
+    let started = Instant::now();
+    let (_, sim_trace) = run_to_memory(sc, &opts)?;
+    let sim_wall = started.elapsed();
+    let simulated = trace_events(&sim_trace);
+    let live = hermes::run(
+        sc,
+        &LiveOptions {
+            python,
+            seed,
+            profile,
+            platform: args.platform.clone(),
+            config: opts.config.clone(),
+            timeout: std::time::Duration::from_secs_f64(timeout_s),
+        },
+    )
+    .with_context(|| format!("{}: live run", sc.path))?;
+    let live_events: Vec<Value> = live
+        .events
+        .iter()
+        .map(|e| serde_json::to_value(e).expect("event"))
+        .collect();
+    let divergence = compare::first_divergence(&simulated, &live_events);
+    Ok(LiveAndSimulated {
+        sc,
+        profile,
+        seed,
+        live,
+        live_events,
+        simulated,
+        sim_wall,
+        divergence,
+    })
+}
+
+fn trace_events(bytes: &[u8]) -> Vec<Value> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .skip(1)
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect()
+}
+
+fn describe(d: &Divergence) -> String {
+    let show = |v: &Option<Value>| {
+        v.as_ref()
+            .map_or("(no event)".to_string(), Value::to_string)
+    };
+    format!(
+        "{} event {} differs{}\n  simulated: {}\n  live:      {}",
+        d.agent,
+        d.index + 1,
+        if d.fields.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}", d.fields.join(", "))
+        },
+        show(&d.simulated),
+        show(&d.live),
+    )
+}
+
+/// `loopsim live SCENARIO`: the report of the real loop's run, beside the simulation's.
+pub fn live(
+    path: &Path,
+    runtime: &str,
+    args: &EngineArgs,
+    seed: Option<u64>,
+    out: Option<&PathBuf>,
+    timeout_s: f64,
+    format: Format,
+) -> Result<()> {
+    let r = run_both(path, runtime, args, seed, timeout_s)?;
+    let dir = out
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-live", r.sc.file.name)));
+    let header = Header {
+        format: trace::FORMAT.into(),
+        version: trace::VERSION,
+        loopsim: env!("CARGO_PKG_VERSION").into(),
+        scenario: r.sc.file.name.clone(),
+        scenario_path: r.sc.path.clone(),
+        scenario_hash: r.sc.content_hash.hex(),
+        seed: r.seed,
+        profile: r.profile.to_string(),
+        platform: args.platform.clone().or_else(|| r.sc.file.platform.clone()),
+        config_hash: String::new(),
+        schedule: "live".into(),
+        engine: Some(format!("live:hermes-{}", r.live.hermes)),
+        config_file: args.config.as_ref().map(|c| c.display().to_string()),
+        config_text: None,
+        scenario_text: Some(r.sc.text.to_string()),
+    };
+    let mut trace_text = serde_json::to_string(&header)?;
+    trace_text.push('\n');
+    for e in &r.live_events {
+        trace_text.push_str(&e.to_string());
+        trace_text.push('\n');
+    }
+    let summary = summary_json(&r, runtime, args);
+    let md = summary_md(&summary, &r);
+    let mut outputs = loopsim_report::output::Outputs::new();
+    let write = |o: &mut loopsim_report::output::Outputs, name: &str, bytes: &[u8]| {
+        o.write(&dir.join(name), bytes)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.join(name).display()))
+    };
+    write(&mut outputs, "trace.jsonl", trace_text.as_bytes())?;
+    write(
+        &mut outputs,
+        "summary.json",
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
+    write(&mut outputs, "summary.md", md.as_bytes())?;
+    outputs
+        .commit()
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.display()))?;
+    if format == Format::Json {
+        emit!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        say!("{md}");
+        say!(
+            "wrote {}/{{trace.jsonl, summary.json, summary.md}}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn per_agent(events: &[Value]) -> Vec<Value> {
+    let mut agents: Vec<(String, u64, u64, u64, u64, Vec<String>)> = Vec::new();
+    for e in events {
+        let Some(a) = e.get("agent").and_then(Value::as_str) else {
+            continue;
+        };
+        let i = match agents.iter().position(|x| x.0 == a) {
+            Some(i) => i,
+            None => {
+                agents.push((a.to_string(), 0, 0, 0, 0, Vec::new()));
+                agents.len() - 1
+            }
+        };
+        let n = |k: &str| e.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let row = &mut agents[i];
+        match e.get("kind").and_then(Value::as_str) {
+            Some("model_call") => {
+                row.1 += 1;
+                row.2 += n("input_tokens");
+                row.3 += n("output_tokens");
+            }
+            Some("tool_call") => row.4 += 1,
+            Some("turn_end") => row.5.push(
+                e.get("detail")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            _ => {}
+        }
+    }
+    agents
+        .into_iter()
+        .map(|(a, calls, input, output, tools, exits)| {
+            json!({ "agent": a, "model_calls": calls, "input_tokens": input,
+                    "output_tokens": output, "tool_calls": tools, "exits": exits })
+        })
+        .collect()
+}
+
+fn summary_json(r: &LiveAndSimulated, runtime: &str, args: &EngineArgs) -> Value {
+    let (ns, nl) = compare::compared_counts(&r.simulated, &r.live_events);
+    json!({
+        "scenario": r.sc.file.name,
+        "seed": r.seed,
+        "runtime": format!("hermes {}", r.live.hermes),
+        "compared_under": r.profile.as_str(),
+        "live_wall_s": r.live.wall.as_secs_f64(),
+        "simulated_wall_s": r.sim_wall.as_secs_f64(),
+        "speedup": r.live.wall.as_secs_f64() / r.sim_wall.as_secs_f64().max(1e-9),
+        "parent_turns": r.live.turns,
+        "agents": per_agent(&r.live_events),
+        "compared_events": { "simulated": ns, "live": nl },
+        "identical": r.divergence.is_none(),
+        "first_divergence": r.divergence.as_ref().map(|d| json!({
+            "agent": d.agent, "index": d.index, "fields": d.fields,
+            "simulated": d.simulated, "live": d.live,
+        })),
+        "rerun": format!(
+            "loopsim live {} --runtime {} --seed {}{}",
+            loopsim_report::shell::quote(&r.sc.path),
+            loopsim_report::shell::quote(runtime),
+            r.seed,
+            args.flags()
+        ),
+    })
+}
+
+fn summary_md(s: &Value, r: &LiveAndSimulated) -> String {
+    let mut md = format!(
+        "# {} live under {}\n\nSeed {} | rerun: `{}`\n\n",
+        r.sc.file.name,
+        s["runtime"].as_str().unwrap_or(""),
+        r.seed,
+        s["rerun"].as_str().unwrap_or("")
+    );
+    md += "| agent | model calls | input tokens | output tokens | tool calls | exits |\n";
+    md += "| --- | --- | --- | --- | --- | --- |\n";
+    for a in s["agents"].as_array().into_iter().flatten() {
+        md += &format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            a["agent"].as_str().unwrap_or(""),
+            a["model_calls"],
+            a["input_tokens"],
+            a["output_tokens"],
+            a["tool_calls"],
+            a["exits"]
+                .as_array()
+                .map(|x| x
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default(),
+        );
+    }
+    md += &format!(
+        "\nWall time: live {:.2} s, simulated {:.4} s ({:.0}x).\n\n",
+        r.live.wall.as_secs_f64(),
+        r.sim_wall.as_secs_f64(),
+        s["speedup"].as_f64().unwrap_or(0.0)
+    );
+    md += &match &r.divergence {
+        None => format!(
+            "The simulation under {} matches the live run event for event ({} events compared).\n",
+            r.profile, s["compared_events"]["live"]
+        ),
+        Some(d) => format!(
+            "The simulation under {} diverges from the live run: {}\n",
+            r.profile,
+            describe(d)
+        ),
+    };
+    md
+}
+
+/// `loopsim diff SCENARIO --live hermes`: exit 1 at the first divergent event.
+pub fn diff(
+    path: &Path,
+    runtime: &str,
+    args: &EngineArgs,
+    seed: Option<u64>,
+    timeout_s: f64,
+    format: Format,
+) -> Result<()> {
+    let r = run_both(path, runtime, args, seed, timeout_s)?;
+    let (ns, nl) = compare::compared_counts(&r.simulated, &r.live_events);
+    if format == Format::Json {
+        emit!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "scenario": r.sc.file.name,
+                "seed": r.seed,
+                "simulated": r.profile.as_str(),
+                "live": format!("hermes {}", r.live.hermes),
+                "identical": r.divergence.is_none(),
+                "compared_events": { "simulated": ns, "live": nl },
+                "first_divergence": r.divergence.as_ref().map(|d| json!({
+                    "agent": d.agent, "index": d.index, "fields": d.fields,
+                    "simulated": d.simulated, "live": d.live,
+                })),
+            }))?
+        );
+    }
+    match &r.divergence {
+        None => {
+            if format == Format::Text {
+                say!(
+                    "identical: {} under {} and live under hermes {} agree on all {nl} compared events (seed {}; live {:.2} s, simulated {:.4} s)",
+                    r.sc.file.name,
+                    r.profile,
+                    r.live.hermes,
+                    r.seed,
+                    r.live.wall.as_secs_f64(),
+                    r.sim_wall.as_secs_f64()
+                );
+            }
+            Ok(())
+        }
+        Some(d) => Err(CheckFailed(format!(
+            "{} under {} and live under hermes {} diverge: {}",
+            r.sc.file.name,
+            r.profile,
+            r.live.hermes,
+            describe(d)
+        ))
+        .into()),
+    }
+}
+
+/// `loopsim serve SCENARIO`: the scripted model and tools until Ctrl-C.
+pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) -> Result<()> {
+    let addr: std::net::SocketAddr = listen
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--listen {listen}: expected 127.0.0.1:PORT ({e})"))?;
+    let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
+    let profile = args.profile.unwrap_or(LIVE_PROFILE);
+    let rules = loopsim_engine::profile::Profile::get(profile).guardrails;
+    let world = loopsim_live::world::LiveWorld::new(sc, seed.unwrap_or(sc.file.seed), &rules);
+    let handle = loopsim_live::server::start(world, addr)?;
+    say!(
+        "serving {} on {} (models: {}); tools at http://{}/loopsim/v1/tool; Ctrl-C stops",
+        sc.file.name,
+        handle.base_url(),
+        sc.file
+            .models
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", "),
+        handle.addr()
+    );
+    crate::out::flush();
+    loop {
+        std::thread::park();
+    }
+}

@@ -1,0 +1,275 @@
+//! The HTTP side of `loopsim serve`: an OpenAI-compatible Chat Completions endpoint and the
+//! tool and event endpoints a runtime's fake tool handlers call, on loopback only.
+//!
+//! axum on a small tokio runtime of its own thread; every handler takes the world's lock for a
+//! few microseconds and never sleeps (time is virtual).
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::openai::ChatRequest;
+use crate::world::{LiveError, LiveWorld};
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("--listen {0}: loopsim serves on loopback only (127.0.0.1 or ::1)")]
+    NotLoopback(SocketAddr),
+    #[error("--listen {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the server's runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+type Shared = Arc<Mutex<LiveWorld>>;
+
+/// A running server; [`ServerHandle::stop`] ends it and hands back the world.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    world: Shared,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Requests the server could not answer, for the caller's error report.
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl ServerHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL an OpenAI-compatible client takes (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The requests answered with an error so far.
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// Reads the world while the server runs.
+    pub fn with_world<T>(&self, f: impl FnOnce(&mut LiveWorld) -> T) -> T {
+        let mut w = self.world.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut w)
+    }
+
+    /// Stops serving and waits for the server thread to end.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    world: Shared,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+/// Starts serving `world` on `addr` (port 0: any free port) from a thread of its own.
+pub fn start(world: LiveWorld, addr: SocketAddr) -> Result<ServerHandle, ServeError> {
+    if !addr.ip().is_loopback() {
+        return Err(ServeError::NotLoopback(addr));
+    }
+    let listener = TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let world = Arc::new(Mutex::new(world));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let state = AppState {
+        world: Arc::clone(&world),
+        errors: Arc::clone(&errors),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let app = router(state);
+    let listener = {
+        let _guard = rt.enter();
+        tokio::net::TcpListener::from_std(listener).map_err(ServeError::Runtime)?
+    };
+    let thread = std::thread::Builder::new()
+        .name("loopsim-serve".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await;
+            });
+            rt.shutdown_background();
+        })
+        .map_err(ServeError::Runtime)?;
+    Ok(ServerHandle {
+        addr: bound,
+        world,
+        stop: Some(tx),
+        thread: Some(thread),
+        errors,
+    })
+}
+
+fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .route("/models", get(models))
+        .route("/loopsim/v1/tool", post(tool))
+        .route("/loopsim/v1/event", post(event))
+        .route("/loopsim/v1/health", get(|| async { "ok" }))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+fn error(state: &AppState, status: StatusCode, message: String) -> Response {
+    if let Ok(mut e) = state.errors.lock() {
+        e.push(message.clone());
+    }
+    (
+        status,
+        axum::Json(json!({ "error": { "message": message, "type": "loopsim" } })),
+    )
+        .into_response()
+}
+
+async fn not_found(State(state): State<AppState>, uri: axum::http::Uri) -> Response {
+    // Runtimes probe for local-server APIs (Ollama, llama.cpp); a 404 tells them this is not
+    // one. Probes are not errors.
+    let _ = &state;
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(json!({ "error": { "message": format!("no such endpoint: {uri}") } })),
+    )
+        .into_response()
+}
+
+async fn models(State(state): State<AppState>) -> Response {
+    let names: Vec<String> = {
+        let w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.model_names()
+    };
+    let data: Vec<Value> = names
+        .iter()
+        .map(|n| json!({ "id": n, "object": "model", "owned_by": "loopsim" }))
+        .collect();
+    axum::Json(json!({ "object": "list", "data": data })).into_response()
+}
+
+async fn chat(State(state): State<AppState>, body: Bytes) -> Response {
+    let req = match ChatRequest::parse(&body) {
+        Ok(r) => r,
+        Err(e) => return error(&state, StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let answer = {
+        let mut w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.chat(&req).map(|r| (r, w.reply_id()))
+    };
+    match answer {
+        Ok((reply, id)) => {
+            if req.stream {
+                (
+                    [
+                        (header::CONTENT_TYPE, "text/event-stream"),
+                        (header::CACHE_CONTROL, "no-cache"),
+                    ],
+                    reply.to_sse(&id, &req.model, req.include_usage),
+                )
+                    .into_response()
+            } else {
+                axum::Json(reply.to_json(&id, &req.model)).into_response()
+            }
+        }
+        Err(e) => error(&state, status_of(&e), e.to_string()),
+    }
+}
+
+fn status_of(e: &LiveError) -> StatusCode {
+    match e {
+        LiveError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::UNPROCESSABLE_ENTITY,
+    }
+}
+
+async fn tool(State(state): State<AppState>, body: Bytes) -> Response {
+    let parsed: Result<Value, _> = serde_json::from_slice(&body);
+    let Ok(v) = parsed else {
+        return error(&state, StatusCode::BAD_REQUEST, "tool: not JSON".into());
+    };
+    let (Some(id), Some(name)) = (
+        v.get("id").and_then(Value::as_str),
+        v.get("tool").and_then(Value::as_str),
+    ) else {
+        return error(
+            &state,
+            StatusCode::BAD_REQUEST,
+            "tool: needs `id` and `tool`".into(),
+        );
+    };
+    let args_text = v.get("args").map(Value::to_string).unwrap_or("{}".into());
+    let Ok(args) = loopsim_engine::json::parse(args_text.as_bytes()) else {
+        return error(&state, StatusCode::BAD_REQUEST, "tool: bad `args`".into());
+    };
+    let answer = {
+        let mut w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.tool(id, name, &args)
+    };
+    match answer {
+        Ok(a) => axum::Json(json!({
+            "result": a.result,
+            "failed": a.failed,
+            "interrupt": a.interrupt,
+        }))
+        .into_response(),
+        Err(e) => error(&state, status_of(&e), e.to_string()),
+    }
+}
+
+async fn event(State(state): State<AppState>, body: Bytes) -> Response {
+    let parsed: Result<Value, _> = serde_json::from_slice(&body);
+    let Ok(v) = parsed else {
+        return error(&state, StatusCode::BAD_REQUEST, "event: not JSON".into());
+    };
+    let result = {
+        let mut w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.runtime_event(&v)
+    };
+    match result {
+        Ok(()) => axum::Json(json!({ "ok": true })).into_response(),
+        Err(e) => error(&state, StatusCode::BAD_REQUEST, e.to_string()),
+    }
+}

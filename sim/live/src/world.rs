@@ -1,0 +1,509 @@
+//! The live world: a scenario's agents answering a real runtime's requests.
+//!
+//! The runtime owns the loop (budgets, guardrails, turns); this side owns what the scenario
+//! scripts: each agent's replies, tokens and virtual clock, and its tools' results. Every
+//! decision comes from [`loopsim_world::script::ScriptedAgent`], the same code the simulator
+//! runs, so a live run and a simulated one differ only where the runtime differs from the
+//! engine.
+//!
+//! Agents are told apart by what the request carries: the auxiliary approval model by its model
+//! name, a child by the tag its goal carries (`[loopsim agent worker#3]`, written by its
+//! parent's scripted `delegate_task` call), and the parent by the absence of one.
+
+use std::collections::HashMap;
+
+use loopsim_engine::guardrails::GuardrailRules;
+use loopsim_engine::hash::{ResultHashing, Signature, result_hash};
+use loopsim_engine::json::{self, Value};
+use loopsim_world::clock::Duration;
+use loopsim_world::scenario::{CallSpec, Scenario};
+use loopsim_world::script::{
+    ArgsCache, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
+};
+use loopsim_world::trace::Event;
+
+use crate::openai::{ChatReply, ChatRequest, ToolCall};
+
+/// The marker Hermes puts before a guardrail warning it appends to a tool result.
+pub const WARNING_MARKER: &str = "[Tool loop warning:";
+/// The marker of a stall-guard notice appended to a tool result.
+pub const NOTICE_MARKER: &str = "[Tool loop notice:";
+
+/// Why a request could not be answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiveError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("a request for agent `{0}`, which the scenario never delegated")]
+    UnknownAgent(String),
+    #[error("tool call `{0}` was never issued by the scripted model")]
+    UnknownToolCall(String),
+    #[error("tool call `{id}` asks for `{asked}`, but the model called `{issued}`")]
+    WrongTool {
+        id: String,
+        asked: String,
+        issued: String,
+    },
+}
+
+/// A tool call the scripted model issued, waiting for the runtime to run it.
+struct Issued {
+    agent: usize,
+    spec: &'static CallSpec,
+    signature: Signature,
+    args: Value,
+    executed: bool,
+}
+
+struct LiveAgent {
+    script: ScriptedAgent<'static>,
+    /// Virtual time, in microseconds since the run started.
+    clock_us: u64,
+    calls: u64,
+    /// User messages seen so far (a new one opens a turn).
+    user_messages: usize,
+    /// Tool call ids of the last reply, waiting for the next request to close their round.
+    round: Vec<String>,
+    /// Empty replies still to give before the queued reply.
+    queued: Option<(ModelCall<'static>, u32)>,
+    /// Children this agent delegated, by name.
+    children: Vec<String>,
+    finished: bool,
+    interrupted: bool,
+}
+
+/// What a tool call through the tool endpoint returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolAnswer {
+    pub result: String,
+    pub failed: bool,
+    /// The human's stop has come: the runtime should interrupt this agent now.
+    pub interrupt: bool,
+}
+
+/// The live state of one run.
+pub struct LiveWorld {
+    sc: &'static Scenario,
+    seed: u64,
+    hashing: ResultHashing,
+    agents: Vec<LiveAgent>,
+    by_name: HashMap<String, usize>,
+    /// Children delegated but not yet seen: their start time and script.
+    expected: HashMap<String, (u64, String)>,
+    issued: HashMap<String, Issued>,
+    interrupt_at_us: Option<u64>,
+    events: Vec<Event>,
+    next_reply: u64,
+}
+
+impl LiveWorld {
+    /// The scenario lives as long as the process (a server serves one scenario).
+    pub fn new(sc: &'static Scenario, seed: u64, rules: &GuardrailRules) -> Self {
+        let mut w = LiveWorld {
+            sc,
+            seed,
+            hashing: rules.result_hashing,
+            agents: Vec::new(),
+            by_name: HashMap::new(),
+            expected: HashMap::new(),
+            issued: HashMap::new(),
+            interrupt_at_us: sc
+                .file
+                .human
+                .interrupt_at_s
+                .as_ref()
+                .map(|t| Duration::from_secs_f64(*t.get_ref()).0),
+            events: Vec::new(),
+            next_reply: 0,
+        };
+        w.add_agent("parent", "parent", 0);
+        w
+    }
+
+    fn add_agent(&mut self, name: &str, spec: &str, start_us: u64) -> usize {
+        let id = self.agents.len();
+        self.agents.push(LiveAgent {
+            script: ScriptedAgent::new(&self.sc.file, name, spec, self.seed),
+            clock_us: start_us,
+            calls: 0,
+            user_messages: 0,
+            round: Vec::new(),
+            queued: None,
+            children: Vec::new(),
+            finished: false,
+            interrupted: false,
+        });
+        self.by_name.insert(name.to_string(), id);
+        id
+    }
+
+    /// The events seen so far, in the order they happened to each agent.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The events, taken out: ordered by virtual time, then by agent (in the order agents
+    /// appeared), each agent's own events in the order they happened. Threads of a runtime
+    /// may interleave agents any way; this order does not depend on it.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        let mut events = std::mem::take(&mut self.events);
+        let rank = |e: &Event| self.by_name.get(&e.agent).copied().unwrap_or(usize::MAX);
+        events.sort_by_key(|e| (e.t_us, rank(e)));
+        events
+    }
+
+    /// Adds an event the runtime reported (a guardrail decision, a turn's end).
+    pub fn push_event(&mut self, mut e: Event) {
+        if let Some(&a) = self.by_name.get(&e.agent) {
+            e.t_us = self.agents[a].clock_us;
+            if e.kind == "turn_end" {
+                self.agents[a].finished = true;
+                e.call = Some(self.agents[a].calls);
+            }
+        }
+        self.events.push(e);
+    }
+
+    fn event(&self, a: usize, kind: &'static str) -> Event {
+        let ag = &self.agents[a];
+        Event {
+            t_us: ag.clock_us,
+            agent: ag.script.name().to_string(),
+            kind,
+            ..Event::default()
+        }
+    }
+
+    /// Which agent a request comes from (a child is seen here first).
+    fn agent_of(&mut self, req: &ChatRequest) -> Result<usize, LiveError> {
+        let Some(tag) = req.first_user().and_then(find_agent_tag) else {
+            return Ok(0);
+        };
+        if let Some(&a) = self.by_name.get(tag) {
+            return Ok(a);
+        }
+        let (start, spec) = self
+            .expected
+            .remove(tag)
+            .ok_or_else(|| LiveError::UnknownAgent(tag.to_string()))?;
+        let name = tag.to_string();
+        Ok(self.add_agent(&name, &spec, start))
+    }
+
+    /// Whether a request is the auxiliary approval model's.
+    pub fn is_approval(&self, req: &ChatRequest) -> bool {
+        self.sc
+            .file
+            .approval_model
+            .as_ref()
+            .is_some_and(|m| m.get_ref() == &req.model)
+            && !self
+                .sc
+                .file
+                .agents
+                .values()
+                .any(|a| a.model.get_ref() == &req.model)
+    }
+
+    /// Answers one chat completion request.
+    pub fn chat(&mut self, req: &ChatRequest) -> Result<ChatReply, LiveError> {
+        if self.is_approval(req) {
+            // The approval call's figures are drawn with the tool call it guards.
+            return Ok(ChatReply {
+                content: "APPROVE".into(),
+                tool_calls: Vec::new(),
+                prompt_tokens: 0,
+                cached_tokens: 0,
+                completion_tokens: 1,
+            });
+        }
+        let a = self.agent_of(req)?;
+        if let Some((call, left)) = self.agents[a].queued.take() {
+            if left > 0 {
+                self.agents[a].queued = Some((call, left - 1));
+                return Ok(self.empty_reply(a));
+            }
+            return self.reply_with(a, call);
+        }
+        let users = req.messages.iter().filter(|m| m.role == "user").count();
+        let ag = &mut self.agents[a];
+        if users > ag.user_messages {
+            // A new user message opens a turn.
+            let first = ag.user_messages == 0;
+            ag.user_messages = users;
+            ag.round.clear();
+            if first {
+                ag.script.start_turn(false);
+            } else if ag.script.next_user_message_at().is_some() {
+                ag.script.open_user_turn();
+                ag.script.start_turn(false);
+            } else {
+                ag.script.start_turn(true);
+            }
+            let e = self.event(a, "turn_start");
+            self.events.push(e);
+        } else if !ag.round.is_empty() {
+            self.close_round(a, req);
+        }
+        if !req.tools {
+            return Ok(self.summary_reply(a));
+        }
+        let call = self.agents[a].script.reply(true);
+        if call.attempts > 1 {
+            self.agents[a].queued = Some((call, call.attempts - 2));
+            return Ok(self.empty_reply(a));
+        }
+        self.reply_with(a, call)
+    }
+
+    /// The tool results of the last reply came back: the model reads them and moves on.
+    fn close_round(&mut self, a: usize, req: &ChatRequest) {
+        let round = std::mem::take(&mut self.agents[a].round);
+        let mut flagged = false;
+        for id in &round {
+            let content = req
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == "tool" && m.tool_call_id.as_deref() == Some(id.as_str()))
+                .map(|m| m.content.as_str())
+                .unwrap_or("");
+            flagged |= content.contains(WARNING_MARKER) || content.contains(NOTICE_MARKER);
+            let executed = self.issued.get(id).is_some_and(|i| i.executed);
+            if !executed {
+                self.agents[a].script.refused_call();
+            }
+        }
+        let children_done = self.agents[a].children.iter().all(|c| {
+            self.by_name
+                .get(c)
+                .is_some_and(|&i| self.agents[i].finished)
+        });
+        self.agents[a].script.advance(flagged, children_done);
+    }
+
+    fn empty_reply(&mut self, a: usize) -> ChatReply {
+        let ag = &self.agents[a];
+        let context = ag.script.context();
+        let share = *ag.script.model().cache_read_share.get_ref();
+        ChatReply {
+            content: String::new(),
+            tool_calls: Vec::new(),
+            prompt_tokens: context,
+            cached_tokens: (context as f64 * share).round() as u64,
+            completion_tokens: 0,
+        }
+    }
+
+    fn summary_reply(&mut self, a: usize) -> ChatReply {
+        // The simulator does not advance the clock for the summary call either.
+        let s = self.agents[a].script.summary();
+        let mut e = self.event(a, "summary_call");
+        e.input_tokens = Some(s.input_tokens);
+        e.output_tokens = Some(s.output_tokens);
+        e.latency_us = Some(s.latency.0);
+        self.events.push(e);
+        ChatReply {
+            content: "Summary of the work so far.".into(),
+            tool_calls: Vec::new(),
+            prompt_tokens: s.input_tokens,
+            cached_tokens: s.cache_read_tokens,
+            completion_tokens: s.output_tokens,
+        }
+    }
+
+    fn reply_with(&mut self, a: usize, call: ModelCall<'static>) -> Result<ChatReply, LiveError> {
+        let n = {
+            let ag = &mut self.agents[a];
+            ag.calls += 1;
+            ag.calls
+        };
+        let mut e = self.event(a, "model_call");
+        e.call = Some(n);
+        e.input_tokens = Some(call.input_tokens);
+        e.cache_read_tokens = Some(call.cache_read_tokens);
+        e.cache_write_tokens = (call.cache_write_tokens > 0).then_some(call.cache_write_tokens);
+        e.output_tokens = Some(call.output_tokens);
+        e.latency_us = Some(call.latency.0);
+        self.events.push(e);
+        self.agents[a].clock_us += call.latency.0;
+        let mut tool_calls = Vec::new();
+        let mut content = String::new();
+        match call.reply {
+            Reply::Answer | Reply::ContextTooSmall => {
+                content = call
+                    .step
+                    .and_then(|s| s.answer.clone())
+                    .unwrap_or_else(|| "Done.".into());
+            }
+            Reply::Calls(specs) => {
+                let rep = self.agents[a].script.rep();
+                for (i, spec) in specs.iter().enumerate() {
+                    // A fresh cache: its raw-pointer keys would keep the world off other threads.
+                    let (args, signature) = call_args(&mut ArgsCache::default(), spec, rep);
+                    let id = self.call_id(a, n, i);
+                    tool_calls.push(ToolCall {
+                        id: id.clone(),
+                        name: spec.tool.get_ref().clone(),
+                        arguments: String::from_utf8_lossy(&json::canonical(&args)).into_owned(),
+                    });
+                    self.issued.insert(
+                        id,
+                        Issued {
+                            agent: a,
+                            spec,
+                            signature,
+                            args,
+                            executed: false,
+                        },
+                    );
+                }
+            }
+            Reply::Delegate { agent, tasks } => {
+                let d = self.agents[a].script.delegate(agent, tasks);
+                let start = self.agents[a].clock_us;
+                for name in &d.names {
+                    self.expected
+                        .insert(name.clone(), (start, agent.to_string()));
+                }
+                self.agents[a].children.extend(d.names.iter().cloned());
+                let id = self.call_id(a, n, 0);
+                tool_calls.push(ToolCall {
+                    id,
+                    name: "delegate_task".into(),
+                    arguments: String::from_utf8_lossy(&json::canonical(&d.args)).into_owned(),
+                });
+            }
+        }
+        self.agents[a].round = tool_calls.iter().map(|c| c.id.clone()).collect();
+        Ok(ChatReply {
+            content,
+            tool_calls,
+            prompt_tokens: call.input_tokens,
+            cached_tokens: call.cache_read_tokens,
+            completion_tokens: call.output_tokens,
+        })
+    }
+
+    fn call_id(&mut self, a: usize, n: u64, i: usize) -> String {
+        self.next_reply += 1;
+        format!("call_{a}_{n}_{i}")
+    }
+
+    /// Runs one issued tool call for the runtime's fake handler.
+    pub fn tool(&mut self, id: &str, tool: &str, args: &Value) -> Result<ToolAnswer, LiveError> {
+        let issued = self
+            .issued
+            .get_mut(id)
+            .ok_or_else(|| LiveError::UnknownToolCall(id.to_string()))?;
+        let issued_tool = issued.spec.tool.get_ref();
+        if issued_tool != tool {
+            return Err(LiveError::WrongTool {
+                id: id.into(),
+                asked: tool.into(),
+                issued: issued_tool.clone(),
+            });
+        }
+        issued.executed = true;
+        let (a, spec) = (issued.agent, issued.spec);
+        let now_s = self.agents[a].clock_us as f64 / 1e6;
+        let run = self.agents[a].script.run_tool(spec, now_s);
+        if let Some(ap) = run.approval {
+            let mut e = self.event(a, "approval_call");
+            e.tool = Some(tool.to_string());
+            e.latency_us = Some(ap.latency.0);
+            e.output_tokens = Some(ap.output_tokens);
+            self.events.push(e);
+        }
+        self.agents[a].clock_us += run.dur.0;
+        let mut e = self.event(a, "tool_call");
+        e.call = Some(self.agents[a].calls);
+        e.tool = Some(tool.to_string());
+        e.args_hash = Some(Signature::new(tool, args).args_hash.hex());
+        e.result_hash = Some(result_hash(Some(run.result.as_bytes()), tool, self.hashing).hex());
+        e.failed = Some(run.failed);
+        e.latency_us = Some(run.dur.0);
+        self.events.push(e);
+        let ag = &mut self.agents[a];
+        let interrupt =
+            a == 0 && !ag.interrupted && self.interrupt_at_us.is_some_and(|t| ag.clock_us >= t);
+        if interrupt {
+            ag.interrupted = true;
+            let e = self.event(a, "interrupt");
+            self.events.push(e);
+        }
+        Ok(ToolAnswer {
+            result: run.result,
+            failed: run.failed,
+            interrupt,
+        })
+    }
+
+    /// The model names a client may ask for.
+    pub fn model_names(&self) -> Vec<String> {
+        self.sc.file.models.keys().cloned().collect()
+    }
+
+    /// A fresh id for a reply.
+    pub fn reply_id(&mut self) -> String {
+        self.next_reply += 1;
+        format!("chatcmpl-loopsim-{}", self.next_reply)
+    }
+
+    /// Records what the runtime reports it did: `{"agent", "kind", ...}` with kind `decision`
+    /// (`tool`, `action`, `code`, `count`), `notice` (`tool`, `detail`, `count`), `turn_end`
+    /// (`detail`: the exit reason, `budget_used`, `call`: its API calls) or `spawn`.
+    pub fn runtime_event(&mut self, v: &serde_json::Value) -> Result<(), LiveError> {
+        use loopsim_engine::guardrails::{Action, DecisionCode};
+        let s = |k: &str| v.get(k).and_then(serde_json::Value::as_str);
+        let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+        let bad = |m: String| LiveError::BadRequest(format!("event: {m}"));
+        let agent = s("agent").ok_or_else(|| bad("no `agent`".into()))?;
+        let kind: &'static str = match s("kind").unwrap_or("") {
+            "decision" => "decision",
+            "notice" => "notice",
+            "turn_end" => "turn_end",
+            "spawn" => "spawn",
+            "budget_refund" => "budget_refund",
+            other => return Err(bad(format!("unknown kind `{other}`"))),
+        };
+        let mut e = Event {
+            agent: agent.to_string(),
+            kind,
+            tool: s("tool").map(str::to_string),
+            count: n("count").map(|c| c as u32),
+            detail: s("detail").map(str::to_string),
+            budget_used: n("budget_used"),
+            call: n("call"),
+            children: n("children").map(|c| c as u32),
+            ..Event::default()
+        };
+        if kind == "decision" {
+            let action = s("action").unwrap_or("");
+            let code = s("code").unwrap_or("");
+            e.action = Some(
+                Action::parse(action)
+                    .ok_or_else(|| bad(format!("unknown action `{action}`")))?
+                    .as_str(),
+            );
+            e.code = Some(
+                DecisionCode::parse(code)
+                    .ok_or_else(|| bad(format!("unknown decision code `{code}`")))?
+                    .as_str(),
+            );
+        }
+        self.push_event(e);
+        Ok(())
+    }
+
+    /// The signature the scripted model meant for an issued call (what the runtime should
+    /// have passed on unchanged).
+    pub fn issued_signature(&self, id: &str) -> Option<&Signature> {
+        self.issued.get(id).map(|i| &i.signature)
+    }
+
+    /// The arguments the scripted model sent with an issued call.
+    pub fn issued_args(&self, id: &str) -> Option<&Value> {
+        self.issued.get(id).map(|i| &i.args)
+    }
+}
