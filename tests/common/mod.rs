@@ -136,3 +136,65 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The Python with hermes-agent 0.19.0 *and its dependencies* (the whole loop runs live),
+/// installing it into target/hermes-live-venv when needed (once per test process).
+pub fn hermes_live_python() -> Result<PathBuf, String> {
+    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        let can_import = |py: &Path| {
+            Command::new(py)
+                .args(["-c", "import run_agent, cli, tools.registry"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if let Ok(py) = std::env::var("LOOPSIM_LIVE_PYTHON") {
+            let py = PathBuf::from(py);
+            return if can_import(&py) {
+                Ok(py)
+            } else {
+                Err(format!(
+                    "LOOPSIM_LIVE_PYTHON={} cannot import Hermes's loop",
+                    py.display()
+                ))
+            };
+        }
+        let venv = root().join("target/hermes-live-venv");
+        let py = venv.join("bin/python");
+        if can_import(&py) {
+            return Ok(py);
+        }
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            return Err("python3 -m venv failed (is Python 3 installed?)".into());
+        }
+        let pip = Command::new(&py)
+            .args(["-m", "pip", "install", "-q", "hermes-agent==0.19.0"])
+            .status();
+        if !pip.is_ok_and(|s| s.success()) || !can_import(&py) {
+            return Err("pip install hermes-agent==0.19.0 failed (offline?)".into());
+        }
+        Ok(py)
+    })
+    .clone()
+}
+
+/// The live Python, or `None` after a loud skip message (a failure when
+/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
+pub fn hermes_live_python_or_skip(what: &str) -> Option<PathBuf> {
+    match hermes_live_python() {
+        Ok(py) => Some(py),
+        Err(why) => {
+            if std::env::var("LOOPSIM_REQUIRE_HERMES").is_ok_and(|v| v == "1") {
+                panic!("{what} must run here: {why}");
+            }
+            eprintln!("\n!!!!!!!!\n!!! SKIPPED {what}: {why}\n!!!!!!!!\n");
+            None
+        }
+    }
+}

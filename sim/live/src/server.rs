@@ -190,7 +190,23 @@ async fn models(State(state): State<AppState>) -> Response {
     axum::Json(json!({ "object": "list", "data": data })).into_response()
 }
 
+/// Appends a request body to `$LOOPSIM_SERVE_LOG`, when set (for debugging a runtime).
+fn log_request(body: &[u8]) {
+    if let Some(path) = std::env::var_os("LOOPSIM_SERVE_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(body);
+            let _ = f.write_all(b"\n");
+        }
+    }
+}
+
 async fn chat(State(state): State<AppState>, body: Bytes) -> Response {
+    log_request(&body);
     let req = match ChatRequest::parse(&body) {
         Ok(r) => r,
         Err(e) => return error(&state, StatusCode::BAD_REQUEST, e.to_string()),

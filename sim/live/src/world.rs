@@ -225,6 +225,13 @@ impl LiveWorld {
             }
             return self.reply_with(a, call);
         }
+        if !req.tools {
+            // The summary call: its prompt is the runtime's, not a user's turn.
+            if !self.agents[a].round.is_empty() {
+                self.close_round(a, req);
+            }
+            return Ok(self.summary_reply(a));
+        }
         let users = req.messages.iter().filter(|m| m.role == "user").count();
         let ag = &mut self.agents[a];
         if users > ag.user_messages {
@@ -244,9 +251,6 @@ impl LiveWorld {
             self.events.push(e);
         } else if !ag.round.is_empty() {
             self.close_round(a, req);
-        }
-        if !req.tools {
-            return Ok(self.summary_reply(a));
         }
         let call = self.agents[a].script.reply(true);
         if call.attempts > 1 {

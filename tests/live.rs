@@ -1,0 +1,365 @@
+//! Live mode: scenarios through the real Hermes 0.19.0 loop (hermes-agent from PyPI with its
+//! dependencies, installed into target/hermes-live-venv), compared with their simulation; and
+//! `loopsim serve` spoken to over HTTP, with the failures a runtime can cause.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{TempDir, hermes_live_python_or_skip, loopsim_in, output_text, root};
+
+/// scenarios/README.md's live table: (scenario, status, reason).
+fn live_table() -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(root().join("scenarios/README.md")).unwrap();
+    let section = text
+        .split("\n## Live under Hermes 0.19.0")
+        .nth(1)
+        .expect("scenarios/README.md has a `## Live under Hermes 0.19.0` section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            (
+                cells[0].trim_matches('`').to_string(),
+                cells[1].to_string(),
+                cells.get(2).unwrap_or(&"").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_scenario_has_a_live_status_and_a_reason_when_it_is_not_identical() {
+    let table = live_table();
+    for f in common::scenario_files() {
+        let name = f.file_stem().unwrap().to_str().unwrap().to_string();
+        let rows: Vec<_> = table.iter().filter(|r| r.0 == name).collect();
+        assert_eq!(rows.len(), 1, "{name}: one row in the live table");
+        let (_, status, reason) = rows[0];
+        assert!(
+            ["identical", "diverges", "not live-runnable"].contains(&status.as_str()),
+            "{name}: unknown status {status}"
+        );
+        if status != "identical" {
+            assert!(reason.len() > 20, "{name}: {status} needs its reason");
+        }
+    }
+    let identical = table.iter().filter(|r| r.1 == "identical").count();
+    assert!(identical >= 9, "only {identical} scenarios run live");
+}
+
+#[test]
+fn the_live_suite_matches_its_simulation_event_for_event() {
+    let Some(py) = hermes_live_python_or_skip("the live suite") else {
+        return;
+    };
+    let runtime = format!("hermes={}", py.display());
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (name, status, _) in live_table() {
+        if status != "identical" {
+            continue;
+        }
+        let path = format!("scenarios/{name}.toml");
+        let o = loopsim_in(
+            &root(),
+            &["diff", &path, "--live", &runtime, "--format", "json"],
+        );
+        let text = output_text(&o);
+        if o.status.code() != Some(0) {
+            failures.push(format!("{name}: {text}"));
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["identical"], true, "{name}");
+        let (s, l) = (
+            v["compared_events"]["simulated"].as_u64().unwrap(),
+            v["compared_events"]["live"].as_u64().unwrap(),
+        );
+        assert_eq!(s, l, "{name}: as many events on both sides");
+        assert!(l >= 10, "{name}: only {l} events compared");
+        compared += l;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(compared > 500, "{compared} events compared in all");
+}
+
+#[test]
+fn loopsim_live_writes_a_trace_and_a_report_of_the_real_run() {
+    let Some(py) = hermes_live_python_or_skip("loopsim live") else {
+        return;
+    };
+    let t = TempDir::new("live-report");
+    let out = t.join("report");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "live",
+            "scenarios/repeated-identical-failure.toml",
+            "--runtime",
+            &format!("hermes={}", py.display()),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+    let header: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+    assert_eq!(header["engine"], "live:hermes-0.19.0");
+    // Hermes's own decisions and exit reason, as the real loop made them.
+    assert!(trace.contains(r#""code":"repeated_exact_failure_block""#));
+    assert!(trace.contains(r#""detail":"guardrail_halt""#));
+    assert_eq!(trace.matches(r#""kind":"model_call""#).count(), 6);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["identical"], true);
+    assert!(
+        summary["live_wall_s"].as_f64().unwrap() > summary["simulated_wall_s"].as_f64().unwrap()
+    );
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("matches the live run event for event"), "{md}");
+}
+
+#[test]
+fn a_python_without_hermes_is_a_clear_error() {
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            "scenarios/repeated-identical-failure.toml",
+            "--live",
+            "hermes=python3",
+        ],
+    );
+    let text = output_text(&o);
+    if text.contains("identical") {
+        // This machine's python3 has Hermes: nothing to test here.
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("not importable"), "{text}");
+}
+
+#[test]
+fn a_runtime_that_hangs_is_killed_at_the_timeout_with_its_whole_process_group() {
+    let t = TempDir::new("live-hang");
+    // A "Python" that starts a grandchild and sleeps: both must be gone after the timeout.
+    let fake = t.join("python");
+    let pids = t.join("pids");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nsleep 300 &\necho $$ $! > {}\nsleep 300\n",
+            pids.display()
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&fake).unwrap().permissions(),
+        0o755,
+    );
+    Command::new("chmod")
+        .arg("755")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            "scenarios/repeated-identical-failure.toml",
+            "--live",
+            &format!("hermes={}", fake.display()),
+            "--timeout",
+            "2",
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("longer than"), "{text}");
+    assert!(started.elapsed().as_secs() < 60);
+    let pids = std::fs::read_to_string(&pids).unwrap();
+    for pid in pids.split_whitespace() {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")),
+            "process {pid} outlived the run"
+        );
+    }
+}
+
+#[test]
+fn bad_runtime_and_listen_values_are_errors() {
+    for (args, want) in [
+        (
+            vec![
+                "diff",
+                "scenarios/two-call-cycle.toml",
+                "--live",
+                "langgraph",
+            ],
+            "--runtime `langgraph`",
+        ),
+        (
+            vec!["diff", "scenarios/two-call-cycle.toml", "--live", "hermes="],
+            "is empty",
+        ),
+        (
+            vec![
+                "serve",
+                "scenarios/two-call-cycle.toml",
+                "--listen",
+                "0.0.0.0:0",
+            ],
+            "loopback only",
+        ),
+        (
+            vec![
+                "serve",
+                "scenarios/two-call-cycle.toml",
+                "--listen",
+                "localhost",
+            ],
+            "expected 127.0.0.1:PORT",
+        ),
+    ] {
+        let o = loopsim_in(&root(), &args);
+        let text = output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains(want), "{args:?}: {text}");
+    }
+}
+
+/// A `loopsim serve` process, killed by its PID when dropped (also when the test fails).
+struct Served {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(scenario: &str, listen: &str) -> Served {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(["serve", scenario, "--listen", listen])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    Served { child, addr }
+}
+
+/// One HTTP/1.1 request; the status and the body.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    (status, body)
+}
+
+#[test]
+fn serve_speaks_chat_completions_and_runs_the_scripted_tools() {
+    let s = serve("scenarios/two-call-cycle.toml", "127.0.0.1:0");
+    let (st, body) = http(&s.addr, "GET", "/v1/models", "");
+    assert_eq!(st, 200);
+    assert!(body.contains(r#""id":"main""#), "{body}");
+    // A local-server probe is answered 404, so the runtime does not take loopsim for Ollama.
+    assert_eq!(http(&s.addr, "GET", "/api/tags", "").0, 404);
+    let first = r#"{"model":"main","tools":[{"type":"function"}],"messages":[{"role":"user","content":"go"}]}"#;
+    let (st, body) = http(&s.addr, "POST", "/v1/chat/completions", first);
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let calls = v["choices"][0]["message"]["tool_calls"].as_array().unwrap();
+    assert_eq!(
+        calls.len(),
+        2,
+        "the scenario's step makes two calls in one reply"
+    );
+    assert_eq!(calls[0]["function"]["name"], "terminal");
+    assert_eq!(v["usage"]["prompt_tokens"], 8000);
+    assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 7200);
+    // The runtime's fake handler asks for the first call's result.
+    let id = calls[0]["id"].as_str().unwrap();
+    let (st, body) = http(
+        &s.addr,
+        "POST",
+        "/loopsim/v1/tool",
+        &format!(r#"{{"id":"{id}","tool":"terminal","args":{{"command":"deploy status"}}}}"#),
+    );
+    assert_eq!(st, 200, "{body}");
+    assert!(body.contains("deploy: pending"), "{body}");
+    // A call the model never made, or a different tool under its id: refused, named.
+    let (st, body) = http(
+        &s.addr,
+        "POST",
+        "/loopsim/v1/tool",
+        r#"{"id":"call_9_9_9","tool":"terminal","args":{}}"#,
+    );
+    assert_eq!(st, 422);
+    assert!(body.contains("never issued"), "{body}");
+    let (st, body) = http(
+        &s.addr,
+        "POST",
+        "/loopsim/v1/tool",
+        &format!(r#"{{"id":"{id}","tool":"read_file","args":{{}}}}"#),
+    );
+    assert_eq!(st, 422);
+    assert!(body.contains("the model called `terminal`"), "{body}");
+    // Streaming: the same kind of reply as server-sent events, usage in a last chunk.
+    let streamed = r#"{"model":"main","stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function"}],"messages":[{"role":"user","content":"go"},{"role":"assistant","content":""},{"role":"tool","tool_call_id":"x","content":"{}"}]}"#;
+    let (st, body) = http(&s.addr, "POST", "/v1/chat/completions", streamed);
+    assert_eq!(st, 200);
+    assert!(body.contains("data: [DONE]"), "{body}");
+    assert!(body.contains(r#""finish_reason":"tool_calls""#), "{body}");
+    assert!(
+        body.contains(r#""choices":[],"#) || body.contains(r#""choices":[]}"#),
+        "{body}"
+    );
+    // A body that is not a chat request: 400 with the reason.
+    let (st, body) = http(&s.addr, "POST", "/v1/chat/completions", "{");
+    assert_eq!(st, 400);
+    assert!(body.contains("not JSON"), "{body}");
+}
+
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = loopsim_in(
+        &root(),
+        &["serve", "scenarios/two-call-cycle.toml", "--listen", &addr],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("--listen {addr}")), "{text}");
+}
