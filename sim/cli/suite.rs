@@ -56,6 +56,18 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/healthy-research-40-searches.toml"),
     ),
     (
+        "live-heeded-warning",
+        include_str!("../../scenarios/live-heeded-warning.toml"),
+    ),
+    (
+        "live-mixed-batch",
+        include_str!("../../scenarios/live-mixed-batch.toml"),
+    ),
+    (
+        "live-user-stop",
+        include_str!("../../scenarios/live-user-stop.toml"),
+    ),
+    (
         "poller-exempt",
         include_str!("../../scenarios/poller-exempt.toml"),
     ),
