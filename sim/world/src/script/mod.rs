@@ -118,7 +118,7 @@ impl<'s> ScriptedAgent<'s> {
         let spec = &file.agents[spec_name];
         ScriptedAgent {
             rng: stream(seed, &format!("agent:{name}/model")),
-            tools: tools::Tools::new(seed, name),
+            tools: tools::Tools::new(seed),
             name: name.to_string(),
             model: &file.models[spec.model.get_ref()],
             spec,

@@ -42,17 +42,18 @@ pub struct ApprovalCall {
 pub(super) struct Tools {
     seed: u64,
     streams: BTreeMap<String, ChaCha8Rng>,
-    approval: ChaCha8Rng,
+    /// Made at the first approval (most agents never need one).
+    approval: Option<ChaCha8Rng>,
     /// Calls run so far (what `{counter}` shows).
     counter: u64,
 }
 
 impl Tools {
-    pub(super) fn new(seed: u64, agent: &str) -> Self {
+    pub(super) fn new(seed: u64) -> Self {
         Tools {
             seed,
             streams: BTreeMap::new(),
-            approval: stream(seed, &format!("agent:{agent}/approval")),
+            approval: None,
             counter: 0,
         }
     }
@@ -67,11 +68,12 @@ impl Tools {
     ) -> ToolRun {
         let tool = c.tool.get_ref();
         let spec = &file.tools[tool];
-        let seed = self.seed;
-        let rng = self
-            .streams
-            .entry(tool.clone())
-            .or_insert_with(|| stream(seed, &format!("agent:{agent}/tool:{tool}")));
+        // Looked up before inserting: a String key per call would cost a sweep dearly.
+        if !self.streams.contains_key(tool.as_str()) {
+            let r = stream(self.seed, &format!("agent:{agent}/tool:{tool}"));
+            self.streams.insert(tool.clone(), r);
+        }
+        let rng = self.streams.get_mut(tool.as_str()).expect("inserted");
         let mut dur = Duration::from_secs_f64(match &c.latency_s {
             Some(l) => *l.get_ref(),
             None => spec.latency_s.get_ref().sample(rng),
@@ -88,11 +90,15 @@ impl Tools {
                 timed_out = true;
             }
         }
+        let seed = self.seed;
         let approval = spec.approval.then(|| {
+            let rng = self
+                .approval
+                .get_or_insert_with(|| stream(seed, &format!("agent:{agent}/approval")));
             let name = file.approval_model.as_ref().expect("validated").get_ref();
             let m = &file.models[name];
-            let lat = Duration::from_secs_f64(m.latency_s.get_ref().sample(&mut self.approval));
-            let out = m.output_tokens.get_ref().sample(&mut self.approval).round() as u64;
+            let lat = Duration::from_secs_f64(m.latency_s.get_ref().sample(rng));
+            let out = m.output_tokens.get_ref().sample(rng).round() as u64;
             let cache = (m.input_tokens as f64 * m.cache_read_share.get_ref()).round() as u64;
             ApprovalCall {
                 latency: lat,
