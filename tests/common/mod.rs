@@ -37,30 +37,34 @@ pub fn scenario_files() -> Vec<PathBuf> {
     v
 }
 
-/// The Python with hermes-agent 0.19.0, installing it into target/hermes-venv when needed.
-pub fn hermes_python() -> Result<PathBuf, String> {
+/// A Python that imports `imports`: `$env_var` if set, else the venv `target/VENV`, made and
+/// filled with `pip install PACKAGES` when it cannot.
+fn venv_python(
+    env_var: &str,
+    venv: &str,
+    imports: &str,
+    packages: &[&str],
+) -> Result<PathBuf, String> {
     let can_import = |py: &Path| {
         Command::new(py)
-            .args([
-                "-c",
-                "import agent.tool_guardrails, yaml, hermes_state, hermes_logging",
-            ])
+            .args(["-c", &format!("import {imports}")])
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     };
-    if let Ok(py) = std::env::var("LOOPSIM_PYTHON") {
+    if let Ok(py) = std::env::var(env_var) {
         let py = PathBuf::from(py);
         return if can_import(&py) {
             Ok(py)
         } else {
             Err(format!(
-                "LOOPSIM_PYTHON={} cannot import hermes-agent",
+                "{env_var}={} cannot import {imports}",
                 py.display()
             ))
         };
     }
-    let venv = root().join("target/hermes-venv");
+    let venv = root().join("target").join(venv);
     let py = venv.join("bin/python");
     if can_import(&py) {
         return Ok(py);
@@ -73,20 +77,27 @@ pub fn hermes_python() -> Result<PathBuf, String> {
         return Err("python3 -m venv failed (is Python 3 installed?)".into());
     }
     let pip = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "hermes-agent==0.19.0",
-            "pyyaml",
-        ])
+        .args(["-m", "pip", "install", "-q"])
+        .args(packages)
         .status();
     if !pip.is_ok_and(|s| s.success()) || !can_import(&py) {
-        return Err("pip install --no-deps hermes-agent==0.19.0 pyyaml failed (offline?)".into());
+        return Err(format!(
+            "pip install {} failed (offline?)",
+            packages.join(" ")
+        ));
     }
     Ok(py)
+}
+
+/// The Python with hermes-agent 0.19.0 (its guardrail controller only), installing it into
+/// target/hermes-venv when needed.
+pub fn hermes_python() -> Result<PathBuf, String> {
+    venv_python(
+        "LOOPSIM_PYTHON",
+        "hermes-venv",
+        "agent.tool_guardrails, yaml, hermes_state, hermes_logging",
+        &["--no-deps", "hermes-agent==0.19.0", "pyyaml"],
+    )
 }
 
 /// The Python with Hermes, or `None` after a loud skip message (a failure when
@@ -142,44 +153,12 @@ impl Drop for TempDir {
 pub fn hermes_live_python() -> Result<PathBuf, String> {
     static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
     PY.get_or_init(|| {
-        let can_import = |py: &Path| {
-            Command::new(py)
-                .args(["-c", "import run_agent, cli, tools.registry"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if let Ok(py) = std::env::var("LOOPSIM_LIVE_PYTHON") {
-            let py = PathBuf::from(py);
-            return if can_import(&py) {
-                Ok(py)
-            } else {
-                Err(format!(
-                    "LOOPSIM_LIVE_PYTHON={} cannot import Hermes's loop",
-                    py.display()
-                ))
-            };
-        }
-        let venv = root().join("target/hermes-live-venv");
-        let py = venv.join("bin/python");
-        if can_import(&py) {
-            return Ok(py);
-        }
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status();
-        if !made.is_ok_and(|s| s.success()) {
-            return Err("python3 -m venv failed (is Python 3 installed?)".into());
-        }
-        let pip = Command::new(&py)
-            .args(["-m", "pip", "install", "-q", "hermes-agent==0.19.0"])
-            .status();
-        if !pip.is_ok_and(|s| s.success()) || !can_import(&py) {
-            return Err("pip install hermes-agent==0.19.0 failed (offline?)".into());
-        }
-        Ok(py)
+        venv_python(
+            "LOOPSIM_LIVE_PYTHON",
+            "hermes-live-venv",
+            "run_agent, cli, tools.registry",
+            &["hermes-agent==0.19.0"],
+        )
     })
     .clone()
 }
