@@ -50,7 +50,7 @@ fn every_scenario_has_a_live_status_and_a_reason_when_it_is_not_identical() {
         }
     }
     let identical = table.iter().filter(|r| r.1 == "identical").count();
-    assert!(identical >= 9, "only {identical} scenarios run live");
+    assert!(identical >= 19, "only {identical} scenarios run live");
 }
 
 #[test]
@@ -86,7 +86,7 @@ fn the_live_suite_matches_its_simulation_event_for_event() {
         compared += l;
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(compared > 500, "{compared} events compared in all");
+    assert!(compared > 2000, "{compared} events compared in all");
 }
 
 #[test]

@@ -140,6 +140,7 @@ def hermes_version():
 # --- which agent is running ---------------------------------------------------------------
 CURRENT = threading.local()
 GUARD_OWNER = {}   # id(controller) -> agent name
+INTERRUPTED = [False]  # the scenario's user pressed stop
 AGENTS = {}        # name -> AIAgent
 
 
@@ -165,6 +166,7 @@ def run_fake(name, args):
         pass
     answer = post("/loopsim/v1/tool", {"id": call_id, "tool": name, "args": args})
     if answer.get("interrupt"):
+        INTERRUPTED[0] = True
         parent = AGENTS.get("parent")
         if parent is not None:
             parent.interrupt("loopsim: the scenario's user pressed stop")
@@ -235,6 +237,23 @@ def run_conversation(self, user_message, *args, **kwargs):
 
 run_agent.AIAgent.run_conversation = run_conversation
 
+_dispatch_delegate = run_agent.AIAgent._dispatch_delegate_task
+PENDING_BATCHES = [0]  # the parent's background delegations whose results have not come back
+
+
+def dispatch_delegate(self, function_args):
+    # Hermes runs delegate_task itself (real children); loopsim hears what it was asked and
+    # what it answered.
+    result = _dispatch_delegate(self, function_args)
+    if getattr(self, "_loopsim_name", "parent") == "parent" and '"error"' not in str(result)[:200]:
+        PENDING_BATCHES[0] += 1
+    report("delegated", getattr(self, "_loopsim_name", "parent"),
+           args=function_args, result=result if isinstance(result, str) else json.dumps(result))
+    return result
+
+
+run_agent.AIAgent._dispatch_delegate_task = dispatch_delegate
+
 
 # --- the parent, built as Hermes's CLI builds it ----------------------------------------
 def max_turns():
@@ -276,18 +295,24 @@ def main():
     # does with the completion queue.
     from tools.process_registry import process_registry, format_process_notification
     import queue
-    for _ in range(int(SPEC.get("max_background_turns", 0))):
-        if parent._interrupt_requested if hasattr(parent, "_interrupt_requested") else False:
-            break
+    # The runtime's completion queue fills in wall-clock order; the scenario's world finishes
+    # children in virtual time. Wait for every batch, then open the result turns in the
+    # order loopsim says they finished.
+    notes = []
+    while PENDING_BATCHES[0] > 0 and not INTERRUPTED[0]:
         try:
             event = process_registry.completion_queue.get(
                 timeout=float(SPEC.get("background_wait_s", 60)))
         except queue.Empty:
             break
-        note = format_process_notification(event)
-        result = parent.run_conversation(note, conversation_history=history)
-        turns.append(result.get("turn_exit_reason"))
-        history = result.get("messages")
+        PENDING_BATCHES[0] -= 1
+        notes.append(format_process_notification(event))
+    if notes and not INTERRUPTED[0]:
+        order = post("/loopsim/v1/order", {"notes": notes})["order"]
+        for i in order[: int(SPEC.get("max_background_turns", 0))]:
+            result = parent.run_conversation(notes[i], conversation_history=history)
+            turns.append(result.get("turn_exit_reason"))
+            history = result.get("messages")
     try:
         parent.close()
     except Exception:

@@ -56,6 +56,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/healthy-research-40-searches.toml"),
     ),
     (
+        "live-delegation",
+        include_str!("../../scenarios/live-delegation.toml"),
+    ),
+    (
         "live-heeded-warning",
         include_str!("../../scenarios/live-heeded-warning.toml"),
     ),

@@ -151,6 +151,7 @@ fn router(state: AppState) -> Router {
         .route("/models", get(models))
         .route("/loopsim/v1/tool", post(tool))
         .route("/loopsim/v1/event", post(event))
+        .route("/loopsim/v1/order", post(order))
         .route("/loopsim/v1/health", get(|| async { "ok" }))
         .fallback(not_found)
         .with_state(state)
@@ -288,4 +289,27 @@ async fn event(State(state): State<AppState>, body: Bytes) -> Response {
         Ok(()) => axum::Json(json!({ "ok": true })).into_response(),
         Err(e) => error(&state, StatusCode::BAD_REQUEST, e.to_string()),
     }
+}
+
+async fn order(State(state): State<AppState>, body: Bytes) -> Response {
+    let parsed: Result<Value, _> = serde_json::from_slice(&body);
+    let notes: Option<Vec<String>> = parsed.ok().and_then(|v| {
+        v.get("notes")?
+            .as_array()?
+            .iter()
+            .map(|n| n.as_str().map(str::to_string))
+            .collect()
+    });
+    let Some(notes) = notes else {
+        return error(
+            &state,
+            StatusCode::BAD_REQUEST,
+            "order: needs `notes`, an array of strings".into(),
+        );
+    };
+    let order = {
+        let w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.result_order("parent", &notes)
+    };
+    axum::Json(json!({ "order": order })).into_response()
 }

@@ -18,7 +18,7 @@ use loopsim_engine::json::{self, Value};
 use loopsim_world::clock::Duration;
 use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
-    ArgsCache, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
+    ArgsCache, ModelCall, Reply, ScriptedAgent, agent_tag, call_args, find_agent_tag,
 };
 use loopsim_world::trace::Event;
 
@@ -49,7 +49,8 @@ pub enum LiveError {
 /// A tool call the scripted model issued, waiting for the runtime to run it.
 struct Issued {
     agent: usize,
-    spec: &'static CallSpec,
+    /// The scripted call (none for a `delegate_task`, which the runtime runs itself).
+    spec: Option<&'static CallSpec>,
     signature: Signature,
     args: Value,
     executed: bool,
@@ -68,6 +69,11 @@ struct LiveAgent {
     queued: Option<(ModelCall<'static>, u32)>,
     /// Children this agent delegated, by name.
     children: Vec<String>,
+    /// Each delegation's children, and whether its result has opened a turn yet.
+    batches: Vec<(Vec<String>, bool)>,
+    /// The delegate_task call of the current round and its children's names, if any (the
+    /// runtime runs it itself).
+    delegate_call: Option<(String, Vec<String>)>,
     finished: bool,
     interrupted: bool,
 }
@@ -130,6 +136,8 @@ impl LiveWorld {
             round: Vec::new(),
             queued: None,
             children: Vec::new(),
+            batches: Vec::new(),
+            delegate_call: None,
             finished: false,
             interrupted: false,
         });
@@ -246,6 +254,13 @@ impl LiveWorld {
                 ag.script.start_turn(false);
             } else {
                 ag.script.start_turn(true);
+                let text = req
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == "user")
+                    .map_or("", |m| m.content.as_str());
+                self.open_result_turn(a, text);
             }
             let e = self.event(a, "turn_start");
             self.events.push(e);
@@ -355,7 +370,7 @@ impl LiveWorld {
                         id,
                         Issued {
                             agent: a,
-                            spec,
+                            spec: Some(spec),
                             signature,
                             args,
                             executed: false,
@@ -372,6 +387,17 @@ impl LiveWorld {
                 }
                 self.agents[a].children.extend(d.names.iter().cloned());
                 let id = self.call_id(a, n, 0);
+                self.agents[a].delegate_call = Some((id.clone(), d.names.clone()));
+                self.issued.insert(
+                    id.clone(),
+                    Issued {
+                        agent: a,
+                        spec: None,
+                        signature: d.signature.clone(),
+                        args: d.args.clone(),
+                        executed: false,
+                    },
+                );
                 tool_calls.push(ToolCall {
                     id,
                     name: "delegate_task".into(),
@@ -400,16 +426,18 @@ impl LiveWorld {
             .issued
             .get_mut(id)
             .ok_or_else(|| LiveError::UnknownToolCall(id.to_string()))?;
-        let issued_tool = issued.spec.tool.get_ref();
-        if issued_tool != tool {
+        let issued_tool = issued
+            .spec
+            .map_or("delegate_task", |s| s.tool.get_ref().as_str());
+        let Some(spec) = issued.spec.filter(|_| issued_tool == tool) else {
             return Err(LiveError::WrongTool {
                 id: id.into(),
                 asked: tool.into(),
-                issued: issued_tool.clone(),
+                issued: issued_tool.to_string(),
             });
-        }
+        };
         issued.executed = true;
-        let (a, spec) = (issued.agent, issued.spec);
+        let a = issued.agent;
         let now_s = self.agents[a].clock_us as f64 / 1e6;
         let run = self.agents[a].script.run_tool(spec, now_s);
         if let Some(ap) = run.approval {
@@ -469,6 +497,7 @@ impl LiveWorld {
             "turn_end" => "turn_end",
             "spawn" => "spawn",
             "budget_refund" => "budget_refund",
+            "delegated" => return self.delegated(agent, v),
             other => return Err(bad(format!("unknown kind `{other}`"))),
         };
         let mut e = Event {
@@ -498,6 +527,83 @@ impl LiveWorld {
         }
         self.push_event(e);
         Ok(())
+    }
+
+    /// The runtime ran an agent's `delegate_task` itself: `{"args", "result"}` as it saw them.
+    fn delegated(&mut self, agent: &str, v: &serde_json::Value) -> Result<(), LiveError> {
+        let bad = |m: &str| LiveError::BadRequest(format!("event: delegated: {m}"));
+        let &a = self
+            .by_name
+            .get(agent)
+            .ok_or_else(|| LiveError::UnknownAgent(agent.to_string()))?;
+        let (id, names) = self.agents[a]
+            .delegate_call
+            .take()
+            .ok_or_else(|| bad("the scripted model made no delegate_task call"))?;
+        let args_text = v.get("args").map(|x| x.to_string()).unwrap_or("{}".into());
+        let args = json::parse(args_text.as_bytes()).map_err(|_| bad("bad `args`"))?;
+        let result = v
+            .get("result")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        if let Some(i) = self.issued.get_mut(&id) {
+            i.executed = true;
+        }
+        let failed = serde_json::from_str::<serde_json::Value>(result)
+            .is_ok_and(|r| r.get("error").is_some_and(|e| !e.is_null()));
+        let mut e = self.event(a, "tool_call");
+        e.call = Some(self.agents[a].calls);
+        e.tool = Some("delegate_task".into());
+        e.args_hash = Some(Signature::new("delegate_task", &args).args_hash.hex());
+        e.result_hash =
+            Some(result_hash(Some(result.as_bytes()), "delegate_task", self.hashing).hex());
+        e.failed = Some(failed);
+        e.latency_us = Some(0);
+        self.events.push(e);
+        if !failed {
+            self.agents[a].batches.push((names, false));
+        }
+        Ok(())
+    }
+
+    /// A background delegation's result opens this turn: the oldest batch not yet reported
+    /// joins the context, and the turn starts when both the parent and its children are done.
+    fn open_result_turn(&mut self, a: usize, text: &str) {
+        let batches = &self.agents[a].batches;
+        let named = batches
+            .iter()
+            .position(|b| !b.1 && b.0.iter().any(|n| text.contains(&agent_tag(n))));
+        let Some(k) = named.or_else(|| batches.iter().position(|b| !b.1)) else {
+            return;
+        };
+        self.agents[a].batches[k].1 = true;
+        let names = self.agents[a].batches[k].0.clone();
+        let done = names
+            .iter()
+            .filter_map(|n| self.by_name.get(n))
+            .map(|&c| self.agents[c].clock_us)
+            .max()
+            .unwrap_or(0);
+        let ag = &mut self.agents[a];
+        ag.clock_us = ag.clock_us.max(done);
+        ag.script.children_reported(names.len());
+    }
+
+    /// When each background result (the runtime's note, naming its children by their tags)
+    /// finished in virtual time: the order the scripted world delivers them in.
+    pub fn result_order(&self, agent: &str, notes: &[String]) -> Vec<usize> {
+        let finish = |note: &str| -> u64 {
+            self.agents
+                .iter()
+                .filter(|c| note.contains(&agent_tag(c.script.name())))
+                .map(|c| c.clock_us)
+                .max()
+                .unwrap_or(u64::MAX)
+        };
+        let _ = agent;
+        let mut order: Vec<usize> = (0..notes.len()).collect();
+        order.sort_by_key(|&i| finish(&notes[i]));
+        order
     }
 
     /// The signature the scripted model meant for an issued call (what the runtime should
