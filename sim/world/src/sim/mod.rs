@@ -27,8 +27,10 @@ use crate::scheduler::{Order, Scheduler};
 use crate::script::{ArgsCache, Reply, ScriptedAgent, call_args};
 use crate::trace::{self, Event, Header, TraceWriter};
 
+mod accounting;
 mod delegation;
 mod summary;
+mod turns;
 
 pub use summary::*;
 
@@ -309,37 +311,6 @@ impl<'s> World<'s> {
         }
     }
 
-    /// A new user turn: fresh budget (unless shared with a parent), guardrails reset.
-    fn start_turn(&mut self, a: AgentId, on_result: bool) {
-        let budget_src = self.agents[a].parent.map(|p| {
-            (
-                Arc::clone(self.agents[p].gov.budget()),
-                self.agents[a].cfg.delegation.child_budget,
-            )
-        });
-        let ag = &mut self.agents[a];
-        let max = ag.gov.max_iterations();
-        ag.gov = match budget_src {
-            Some((b, ChildBudget::Shared)) => TurnGovernor::with_budget(ag.cfg.turn, max, b, 0),
-            Some((b, ChildBudget::Reserved(r))) => {
-                TurnGovernor::with_budget(ag.cfg.turn, max, b, r)
-            }
-            _ => {
-                TurnGovernor::with_budget(ag.cfg.turn, max, Arc::new(IterationBudget::new(max)), 0)
-            }
-        };
-        ag.guard.reset_turn();
-        ag.script.start_turn(on_result);
-        ag.status = Status::Running;
-        ag.turns += 1;
-        self.note_budget(a);
-        if self.trace.enabled() {
-            let e = self.event(a, "turn_start");
-            self.trace.line(&e);
-        }
-        self.sched.at(self.sched.now(), Ev::Wake(a));
-    }
-
     fn run(&mut self) {
         while let Some((t, ev)) = self.sched.pop() {
             if t > self.horizon || self.sched.events_handled() > MAX_EVENTS {
@@ -384,46 +355,6 @@ impl<'s> World<'s> {
         // An idle parent has nothing to stop; a running one stops at its next iteration.
         if self.agents[0].status == Status::Waiting {
             self.sched.at(self.sched.now(), Ev::CallDone(0));
-        }
-    }
-
-    fn account(&mut self, a: AgentId, u: &Usage) {
-        let now = self.now();
-        let ag = &mut self.agents[a];
-        ag.usage.add(u);
-        self.total.add(u);
-        if let Some((from, to)) = self.window
-            && (from..to).contains(&now)
-        {
-            ag.window.add(u);
-        }
-        if self.loop_began.is_some() {
-            ag.after_loop.add(u);
-        }
-        if let Some(s) = &mut ag.series {
-            s.cost.push((now, ag.usage.cost_micro_usd));
-        }
-    }
-
-    /// Records the budget after a change, and marks the agent active.
-    fn note_budget(&mut self, a: AgentId) {
-        let now = self.now();
-        let ag = &mut self.agents[a];
-        ag.last_activity = self.sched.now();
-        if let Some(s) = &mut ag.series {
-            s.budget_used.push((now, ag.gov.budget().used()));
-        }
-    }
-
-    fn note_span(&mut self, a: AgentId, start: Instant, kind: SpanKind) {
-        let now = self.sched.now();
-        let ag = &mut self.agents[a];
-        ag.last_activity = now;
-        if kind == SpanKind::Waiting {
-            ag.wait_us += now.since(start).0;
-        }
-        if let Some(s) = &mut ag.series {
-            s.spans.push((start.0, now.0, kind));
         }
     }
 
@@ -596,46 +527,6 @@ impl<'s> World<'s> {
 }
 
 impl World<'_> {
-    fn record_decision(
-        &mut self,
-        a: AgentId,
-        tool: &str,
-        action: Action,
-        code: DecisionCode,
-        count: u32,
-    ) {
-        let ag = &mut self.agents[a];
-        if let Some(s) = &mut ag.series {
-            if action == Action::Warn {
-                s.warnings_us.push(self.sched.now().0);
-            } else if action.halts() {
-                s.stops_us.push(self.sched.now().0);
-            }
-        }
-        if action == Action::Warn {
-            ag.warnings += 1;
-            ag.round_flagged = true;
-            if ag.first_warning.is_none() {
-                ag.first_warning = Some((ag.calls, self.sched.now().0));
-            }
-        }
-        if action.halts() && ag.stop.is_none() {
-            ag.stop = Some(Stop {
-                call: ag.calls,
-                t_us: self.sched.now().0,
-                code: code.as_str().into(),
-            });
-        }
-        if self.trace.enabled() {
-            let mut e = self.event(a, "decision");
-            e.tool = Some(tool.into());
-            e.action = Some(action.as_str());
-            e.code = Some(code.as_str());
-            e.count = Some(count);
-            self.trace.line(&e);
-        }
-    }
-
     fn call_done(&mut self, a: AgentId) {
         if !matches!(self.agents[a].status, Status::Running | Status::Waiting) {
             return;
@@ -710,165 +601,6 @@ impl World<'_> {
         }
         self.agents[a].call_index += 1;
         self.next_call(a);
-    }
-
-    /// The turn halt the runtime acts on after the batch.
-    fn turn_halt(&self, a: AgentId) -> Option<DecisionCode> {
-        let ag = &self.agents[a];
-        let h = ag.guard.halt_decision()?;
-        if h.code == DecisionCode::IdenticalCycleHalt && !ag.guard.rules().cycle_halt_ends_turn {
-            return None;
-        }
-        Some(h.code)
-    }
-
-    fn end_round(&mut self, a: AgentId) {
-        let halt = self.turn_halt(a);
-        if let Some(code) = halt {
-            let ag = &mut self.agents[a];
-            if ag.stop.is_none() {
-                ag.stop = Some(Stop {
-                    call: ag.calls,
-                    t_us: self.sched.now().0,
-                    code: code.as_str().into(),
-                });
-                if let Some(s) = &mut ag.series {
-                    s.stops_us.push(self.sched.now().0);
-                }
-            }
-        }
-        self.advance_script(a);
-        let ag = &mut self.agents[a];
-        let tools = std::mem::take(&mut ag.round_tools);
-        let before = ag.gov.budget().used();
-        let go_on = ag.gov.tool_round(tools.iter().copied(), halt.is_some());
-        if ag.gov.budget().used() < before {
-            let used = ag.gov.budget().used();
-            self.note_budget(a);
-            if self.trace.enabled() {
-                let mut e = self.event(a, "budget_refund");
-                e.budget_used = Some(used);
-                self.trace.line(&e);
-            }
-        }
-        if go_on {
-            self.sched.at(self.sched.now(), Ev::Wake(a));
-        } else {
-            self.end_turn(a);
-        }
-    }
-
-    /// Moves the script on after a model call, unless the step repeats.
-    fn advance_script(&mut self, a: AgentId) {
-        let children_done = self.background_done(a);
-        let ag = &mut self.agents[a];
-        ag.script.advance(ag.round_flagged, children_done);
-    }
-
-    /// Whether every background batch this agent started has finished.
-    fn background_done(&self, a: AgentId) -> bool {
-        self.batches.iter().filter(|b| b.background).all(|b| {
-            b.children
-                .first()
-                .is_none_or(|c| self.agents[*c].parent != Some(a))
-                || b.children.iter().all(|c| self.finished(*c))
-        })
-    }
-
-    fn finished(&self, a: AgentId) -> bool {
-        matches!(
-            self.agents[a].status,
-            Status::Done | Status::TimedOut | Status::Interrupted
-        )
-    }
-
-    fn end_turn(&mut self, a: AgentId) {
-        let fin = self.agents[a].gov.finish();
-        if fin.summary_call {
-            let ag = &mut self.agents[a];
-            let model = ag.script.model();
-            let call = ag.script.summary();
-            let (lat, input, out) = (call.latency, call.input_tokens, call.output_tokens);
-            ag.summary_calls += 1;
-            let u = Usage::model_call(&model.price, input, call.cache_read_tokens, out, lat.0);
-            self.account(a, &u);
-            if self.trace.enabled() {
-                let mut e = self.event(a, "summary_call");
-                e.input_tokens = Some(input);
-                e.output_tokens = Some(out);
-                e.latency_us = Some(lat.0);
-                self.trace.line(&e);
-            }
-        }
-        let reason = fin.exit_reason.to_string();
-        if self.trace.enabled() {
-            let mut e = self.event(a, "turn_end");
-            e.call = Some(self.agents[a].calls);
-            e.budget_used = Some(fin.budget_used);
-            e.detail = Some(reason.clone());
-            self.trace.line(&e);
-        }
-        let ag = &mut self.agents[a];
-        ag.exit_reasons.push(reason);
-        let interrupted = matches!(
-            fin.exit_reason,
-            ExitReason::InterruptedByUser | ExitReason::InterruptedDuringApiCall
-        );
-        if ag.parent.is_some() {
-            ag.status = if interrupted {
-                Status::Interrupted
-            } else {
-                Status::Done
-            };
-            self.child_finished(a);
-            return;
-        }
-        if let Some(at_s) = ag.script.next_user_message_at()
-            && ag.pending_results.is_empty()
-        {
-            // The user's next message (a recorded session's later turn): after this turn,
-            // and not before the message was sent.
-            let at = Instant::START + Duration::from_secs_f64(at_s);
-            ag.script.open_user_turn();
-            ag.interrupted = false;
-            ag.status = Status::Idle;
-            let at = at.max(self.sched.now());
-            self.sched.at(at, Ev::UserTurn(a));
-            return;
-        }
-        if interrupted {
-            ag.status = Status::Interrupted;
-            return;
-        }
-        // A finished background batch waiting for this turn to end opens the next one.
-        let pending = ag.pending_results.clone();
-        let ready = pending
-            .into_iter()
-            .find(|b| self.batches[*b].children.iter().all(|c| self.finished(*c)));
-        let ag = &mut self.agents[a];
-        if let Some(b) = ready {
-            ag.status = Status::Idle;
-            self.deliver(a, b);
-        } else if ag.pending_results.is_empty() {
-            ag.status = Status::Done;
-        } else {
-            ag.status = Status::Idle;
-        }
-    }
-}
-
-impl World<'_> {
-    /// Whether any model that was called has an unknown price.
-    fn price_unknown(&self) -> bool {
-        let f = &self.sc.file;
-        let unknown = |m: &str| f.models.get(m).is_some_and(|m| m.price.unknown);
-        self.agents
-            .iter()
-            .any(|a| a.calls > 0 && unknown(a.spec.model.get_ref()))
-            || (self.total.approval_calls > 0
-                && f.approval_model
-                    .as_ref()
-                    .is_some_and(|m| unknown(m.get_ref())))
     }
 }
 

@@ -1,0 +1,99 @@
+//! What a run spends and records: usage per agent, budget and activity series, guardrail
+//! decisions, and whether a price was unknown.
+
+use super::*;
+
+impl World<'_> {
+    pub(super) fn account(&mut self, a: AgentId, u: &Usage) {
+        let now = self.now();
+        let ag = &mut self.agents[a];
+        ag.usage.add(u);
+        self.total.add(u);
+        if let Some((from, to)) = self.window
+            && (from..to).contains(&now)
+        {
+            ag.window.add(u);
+        }
+        if self.loop_began.is_some() {
+            ag.after_loop.add(u);
+        }
+        if let Some(s) = &mut ag.series {
+            s.cost.push((now, ag.usage.cost_micro_usd));
+        }
+    }
+
+    /// Records the budget after a change, and marks the agent active.
+    pub(super) fn note_budget(&mut self, a: AgentId) {
+        let now = self.now();
+        let ag = &mut self.agents[a];
+        ag.last_activity = self.sched.now();
+        if let Some(s) = &mut ag.series {
+            s.budget_used.push((now, ag.gov.budget().used()));
+        }
+    }
+
+    pub(super) fn note_span(&mut self, a: AgentId, start: Instant, kind: SpanKind) {
+        let now = self.sched.now();
+        let ag = &mut self.agents[a];
+        ag.last_activity = now;
+        if kind == SpanKind::Waiting {
+            ag.wait_us += now.since(start).0;
+        }
+        if let Some(s) = &mut ag.series {
+            s.spans.push((start.0, now.0, kind));
+        }
+    }
+
+    pub(super) fn record_decision(
+        &mut self,
+        a: AgentId,
+        tool: &str,
+        action: Action,
+        code: DecisionCode,
+        count: u32,
+    ) {
+        let ag = &mut self.agents[a];
+        if let Some(s) = &mut ag.series {
+            if action == Action::Warn {
+                s.warnings_us.push(self.sched.now().0);
+            } else if action.halts() {
+                s.stops_us.push(self.sched.now().0);
+            }
+        }
+        if action == Action::Warn {
+            ag.warnings += 1;
+            ag.round_flagged = true;
+            if ag.first_warning.is_none() {
+                ag.first_warning = Some((ag.calls, self.sched.now().0));
+            }
+        }
+        if action.halts() && ag.stop.is_none() {
+            ag.stop = Some(Stop {
+                call: ag.calls,
+                t_us: self.sched.now().0,
+                code: code.as_str().into(),
+            });
+        }
+        if self.trace.enabled() {
+            let mut e = self.event(a, "decision");
+            e.tool = Some(tool.into());
+            e.action = Some(action.as_str());
+            e.code = Some(code.as_str());
+            e.count = Some(count);
+            self.trace.line(&e);
+        }
+    }
+
+    /// Whether any model that was called has an unknown price.
+    pub(super) fn price_unknown(&self) -> bool {
+        let f = &self.sc.file;
+        let unknown = |m: &str| f.models.get(m).is_some_and(|m| m.price.unknown);
+        self.agents
+            .iter()
+            .any(|a| a.calls > 0 && unknown(a.spec.model.get_ref()))
+            || (self.total.approval_calls > 0
+                && f.approval_model
+                    .as_ref()
+                    .is_some_and(|m| unknown(m.get_ref())))
+    }
+}

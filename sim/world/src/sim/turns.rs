@@ -1,0 +1,182 @@
+//! Turns: how one opens (a fresh budget, unless shared with a parent), how a round of tool
+//! calls ends (the halt, refunds, the script moving on) and how a turn ends (the summary
+//! call, the exit reason, what a child or a parent does next).
+
+use super::*;
+
+impl World<'_> {
+    /// A new user turn: fresh budget (unless shared with a parent), guardrails reset.
+    pub(super) fn start_turn(&mut self, a: AgentId, on_result: bool) {
+        let budget_src = self.agents[a].parent.map(|p| {
+            (
+                Arc::clone(self.agents[p].gov.budget()),
+                self.agents[a].cfg.delegation.child_budget,
+            )
+        });
+        let ag = &mut self.agents[a];
+        let max = ag.gov.max_iterations();
+        ag.gov = match budget_src {
+            Some((b, ChildBudget::Shared)) => TurnGovernor::with_budget(ag.cfg.turn, max, b, 0),
+            Some((b, ChildBudget::Reserved(r))) => {
+                TurnGovernor::with_budget(ag.cfg.turn, max, b, r)
+            }
+            _ => {
+                TurnGovernor::with_budget(ag.cfg.turn, max, Arc::new(IterationBudget::new(max)), 0)
+            }
+        };
+        ag.guard.reset_turn();
+        ag.script.start_turn(on_result);
+        ag.status = Status::Running;
+        ag.turns += 1;
+        self.note_budget(a);
+        if self.trace.enabled() {
+            let e = self.event(a, "turn_start");
+            self.trace.line(&e);
+        }
+        self.sched.at(self.sched.now(), Ev::Wake(a));
+    }
+
+    /// The turn halt the runtime acts on after the batch.
+    pub(super) fn turn_halt(&self, a: AgentId) -> Option<DecisionCode> {
+        let ag = &self.agents[a];
+        let h = ag.guard.halt_decision()?;
+        if h.code == DecisionCode::IdenticalCycleHalt && !ag.guard.rules().cycle_halt_ends_turn {
+            return None;
+        }
+        Some(h.code)
+    }
+
+    pub(super) fn end_round(&mut self, a: AgentId) {
+        let halt = self.turn_halt(a);
+        if let Some(code) = halt {
+            let ag = &mut self.agents[a];
+            if ag.stop.is_none() {
+                ag.stop = Some(Stop {
+                    call: ag.calls,
+                    t_us: self.sched.now().0,
+                    code: code.as_str().into(),
+                });
+                if let Some(s) = &mut ag.series {
+                    s.stops_us.push(self.sched.now().0);
+                }
+            }
+        }
+        self.advance_script(a);
+        let ag = &mut self.agents[a];
+        let tools = std::mem::take(&mut ag.round_tools);
+        let before = ag.gov.budget().used();
+        let go_on = ag.gov.tool_round(tools.iter().copied(), halt.is_some());
+        if ag.gov.budget().used() < before {
+            let used = ag.gov.budget().used();
+            self.note_budget(a);
+            if self.trace.enabled() {
+                let mut e = self.event(a, "budget_refund");
+                e.budget_used = Some(used);
+                self.trace.line(&e);
+            }
+        }
+        if go_on {
+            self.sched.at(self.sched.now(), Ev::Wake(a));
+        } else {
+            self.end_turn(a);
+        }
+    }
+
+    /// Moves the script on after a model call, unless the step repeats.
+    pub(super) fn advance_script(&mut self, a: AgentId) {
+        let children_done = self.background_done(a);
+        let ag = &mut self.agents[a];
+        ag.script.advance(ag.round_flagged, children_done);
+    }
+
+    /// Whether every background batch this agent started has finished.
+    pub(super) fn background_done(&self, a: AgentId) -> bool {
+        self.batches.iter().filter(|b| b.background).all(|b| {
+            b.children
+                .first()
+                .is_none_or(|c| self.agents[*c].parent != Some(a))
+                || b.children.iter().all(|c| self.finished(*c))
+        })
+    }
+
+    pub(super) fn finished(&self, a: AgentId) -> bool {
+        matches!(
+            self.agents[a].status,
+            Status::Done | Status::TimedOut | Status::Interrupted
+        )
+    }
+
+    pub(super) fn end_turn(&mut self, a: AgentId) {
+        let fin = self.agents[a].gov.finish();
+        if fin.summary_call {
+            let ag = &mut self.agents[a];
+            let model = ag.script.model();
+            let call = ag.script.summary();
+            let (lat, input, out) = (call.latency, call.input_tokens, call.output_tokens);
+            ag.summary_calls += 1;
+            let u = Usage::model_call(&model.price, input, call.cache_read_tokens, out, lat.0);
+            self.account(a, &u);
+            if self.trace.enabled() {
+                let mut e = self.event(a, "summary_call");
+                e.input_tokens = Some(input);
+                e.output_tokens = Some(out);
+                e.latency_us = Some(lat.0);
+                self.trace.line(&e);
+            }
+        }
+        let reason = fin.exit_reason.to_string();
+        if self.trace.enabled() {
+            let mut e = self.event(a, "turn_end");
+            e.call = Some(self.agents[a].calls);
+            e.budget_used = Some(fin.budget_used);
+            e.detail = Some(reason.clone());
+            self.trace.line(&e);
+        }
+        let ag = &mut self.agents[a];
+        ag.exit_reasons.push(reason);
+        let interrupted = matches!(
+            fin.exit_reason,
+            ExitReason::InterruptedByUser | ExitReason::InterruptedDuringApiCall
+        );
+        if ag.parent.is_some() {
+            ag.status = if interrupted {
+                Status::Interrupted
+            } else {
+                Status::Done
+            };
+            self.child_finished(a);
+            return;
+        }
+        if let Some(at_s) = ag.script.next_user_message_at()
+            && ag.pending_results.is_empty()
+        {
+            // The user's next message (a recorded session's later turn): after this turn,
+            // and not before the message was sent.
+            let at = Instant::START + Duration::from_secs_f64(at_s);
+            ag.script.open_user_turn();
+            ag.interrupted = false;
+            ag.status = Status::Idle;
+            let at = at.max(self.sched.now());
+            self.sched.at(at, Ev::UserTurn(a));
+            return;
+        }
+        if interrupted {
+            ag.status = Status::Interrupted;
+            return;
+        }
+        // A finished background batch waiting for this turn to end opens the next one.
+        let pending = ag.pending_results.clone();
+        let ready = pending
+            .into_iter()
+            .find(|b| self.batches[*b].children.iter().all(|c| self.finished(*c)));
+        let ag = &mut self.agents[a];
+        if let Some(b) = ready {
+            ag.status = Status::Idle;
+            self.deliver(a, b);
+        } else if ag.pending_results.is_empty() {
+            ag.status = Status::Done;
+        } else {
+            ag.status = Status::Idle;
+        }
+    }
+}
