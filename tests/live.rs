@@ -363,3 +363,87 @@ fn a_port_in_use_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(text.contains(&format!("--listen {addr}")), "{text}");
 }
+
+#[test]
+fn a_deliberately_wrong_port_is_caught_by_the_live_diff_at_the_event_where_it_shows() {
+    let Some(py) = hermes_live_python_or_skip("the wrong-port check") else {
+        return;
+    };
+    // Under hermes-0.19.0 an execute_code-only round refunds the budget but not the API call,
+    // so the incident's parent meets the cap of 90 at its 91st call; the wrong port also gives
+    // the call back and sails past it.
+    let o = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args([
+            "diff",
+            "scenarios/execute-code-spin-wait.toml",
+            "--live",
+            &format!("hermes={}", py.display()),
+            "--format",
+            "json",
+        ])
+        .env("LOOPSIM_TEST_WRONG_PORT", "refund-extends-call-cap")
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = &v["first_divergence"];
+    assert_eq!(d["agent"], "parent");
+    assert_eq!(d["simulated"]["kind"], "model_call");
+    assert_eq!(d["simulated"]["call"], 91);
+    assert_eq!(d["live"]["kind"], "summary_call");
+    assert!(stderr_has(&o, "deliberately wrong port"));
+    // An unknown switch is refused, not ignored.
+    let o = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(["run", "scenarios/two-call-cycle.toml", "--format", "json"])
+        .env("LOOPSIM_TEST_WRONG_PORT", "refund")
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_has(&o, "expected one of refund-extends-call-cap"));
+}
+
+fn stderr_has(o: &std::process::Output, s: &str) -> bool {
+    String::from_utf8_lossy(&o.stderr).contains(s)
+}
+
+#[test]
+fn a_live_trace_replays_against_its_simulation_and_an_edited_one_is_refused() {
+    let Some(py) = hermes_live_python_or_skip("live trace replay") else {
+        return;
+    };
+    let t = TempDir::new("live-replay");
+    let out = t.join("r");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "live",
+            "scenarios/live-user-stop.toml",
+            "--runtime",
+            &format!("hermes={}", py.display()),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let trace = out.join("trace.jsonl");
+    let o = loopsim_in(&root(), &["replay", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert!(output_text(&o).contains("identical"), "{}", output_text(&o));
+    let o = loopsim_in(&root(), &["validate", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    std::fs::write(
+        &trace,
+        text.replacen("interrupted_by_user", "guardrail_halt", 1),
+    )
+    .unwrap();
+    let o = loopsim_in(&root(), &["replay", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    assert!(
+        output_text(&o).contains("hash mismatch"),
+        "{}",
+        output_text(&o)
+    );
+}

@@ -133,8 +133,30 @@ pub fn run_options(args: &EngineArgs) -> Result<RunOptions> {
         profile: args.profile,
         config: user_config(args.config.as_deref())?,
         platform: args.platform.clone(),
+        wrong_port: wrong_port()?,
         ..RunOptions::default()
     })
+}
+
+/// `LOOPSIM_TEST_WRONG_PORT`: a deliberately wrong port, for the tests that prove the live
+/// diff catches one. Unset in normal use.
+fn wrong_port() -> Result<Option<loopsim_world::sim::WrongPort>> {
+    use loopsim_world::sim::WrongPort;
+    match std::env::var("LOOPSIM_TEST_WRONG_PORT") {
+        Err(_) => Ok(None),
+        Ok(v) => match WrongPort::parse(&v) {
+            Some(w) => {
+                warn(&format!(
+                    "LOOPSIM_TEST_WRONG_PORT={v}: this run uses a deliberately wrong port"
+                ));
+                Ok(Some(w))
+            }
+            None => bail!(
+                "LOOPSIM_TEST_WRONG_PORT={v}: expected one of {}",
+                WrongPort::NAMES.join(", ")
+            ),
+        },
+    }
 }
 
 /// `builtin`, `hermes-python` or `hermes-python=PYTHON`.

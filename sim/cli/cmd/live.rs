@@ -55,6 +55,8 @@ pub struct LiveAndSimulated {
     pub simulated: Vec<Value>,
     pub sim_wall: std::time::Duration,
     pub divergence: Option<Divergence>,
+    /// The user's config.yaml text, for the trace header.
+    pub config_text: Option<String>,
 }
 
 pub fn run_both(
@@ -103,7 +105,9 @@ pub fn run_both(
         .map(|e| serde_json::to_value(e).expect("event"))
         .collect();
     let divergence = compare::first_divergence(&simulated, &live_events);
+    let config_text = opts.config.as_ref().map(|c| c.text.clone());
     Ok(LiveAndSimulated {
+        config_text,
         sc,
         profile,
         seed,
@@ -115,16 +119,18 @@ pub fn run_both(
     })
 }
 
-fn trace_events(bytes: &[u8]) -> Vec<Value> {
+/// A trace's events: neither its header nor its end line.
+pub fn trace_events(bytes: &[u8]) -> Vec<Value> {
     bytes
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .skip(1)
-        .filter_map(|l| serde_json::from_slice(l).ok())
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter(|e| e.get("kind").and_then(Value::as_str) != Some("end"))
         .collect()
 }
 
-fn describe(d: &Divergence) -> String {
+pub fn describe(d: &Divergence) -> String {
     let show = |v: &Option<Value>| {
         v.as_ref()
             .map_or("(no event)".to_string(), Value::to_string)
@@ -171,7 +177,7 @@ pub fn live(
         schedule: "live".into(),
         engine: Some(format!("live:hermes-{}", r.live.hermes)),
         config_file: args.config.as_ref().map(|c| c.display().to_string()),
-        config_text: None,
+        config_text: r.config_text.clone(),
         scenario_text: Some(r.sc.text.to_string()),
     };
     let mut trace_text = serde_json::to_string(&header)?;
@@ -180,6 +186,13 @@ pub fn live(
         trace_text.push_str(&e.to_string());
         trace_text.push('\n');
     }
+    // The end line, as every trace has: the hash of every byte above it.
+    let end = json!({
+        "kind": "end",
+        "hash_above": loopsim_engine::hash::Hash::of(trace_text.as_bytes()).hex(),
+    });
+    trace_text.push_str(&end.to_string());
+    trace_text.push('\n');
     let summary = summary_json(&r, runtime, args);
     let md = summary_md(&summary, &r);
     let mut outputs = loopsim_report::output::Outputs::new();

@@ -90,6 +90,9 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
     let shown = path.display().to_string();
     let h = trace::verify(&recorded, &shown)?;
     let sc = trace_scenario(&h, &shown, path)?;
+    if h.schedule == "live" {
+        return replay_live(&recorded, &h, &sc, &shown, engine, format);
+    }
     let traced_config = match (&h.config_file, &h.config_text) {
         (Some(name), Some(text)) => Some(Arc::new(
             UserConfig::parse(text, name)
@@ -120,6 +123,7 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         config: traced_config.clone(),
         record_series: false,
         engine: EngineChoice::Builtin,
+        wrong_port: None,
     };
     if !engine.is_set() {
         let (_, bytes) = run_to_memory(&sc, &base)?;
@@ -278,4 +282,68 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
     );
     say!("rerun: {rerun}");
     Ok(())
+}
+
+/// A live run's trace: the simulation of the same scenario, seed, profile and settings,
+/// compared with what the runtime did, as `loopsim diff --live` compares them.
+fn replay_live(
+    recorded: &[u8],
+    h: &Header,
+    sc: &Scenario,
+    shown: &str,
+    engine: &EngineArgs,
+    format: Format,
+) -> Result<()> {
+    if engine.is_set() {
+        bail!(
+            "{shown}: a live run's trace replays as it was run; --profile, --config and --platform are for simulated traces"
+        );
+    }
+    let config = match (&h.config_file, &h.config_text) {
+        (Some(name), Some(text)) => Some(Arc::new(
+            UserConfig::parse(text, name)
+                .with_context(|| format!("{shown}:1: the embedded config file"))?,
+        )),
+        _ => None,
+    };
+    let opts = RunOptions {
+        seed: Some(h.seed),
+        profile: Some(h.profile.parse()?),
+        platform: h.platform.clone(),
+        config,
+        ..RunOptions::default()
+    };
+    let (_, bytes) = run_to_memory(sc, &opts)?;
+    let live = super::live::trace_events(recorded);
+    let simulated = super::live::trace_events(&bytes);
+    let d = loopsim_live::compare::first_divergence(&simulated, &live);
+    let engine_name = h.engine.as_deref().unwrap_or("live");
+    if format == Format::Json {
+        emit!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "trace": shown,
+                "runtime": engine_name,
+                "simulated": h.profile,
+                "identical": d.is_none(),
+            }))?
+        );
+    }
+    match d {
+        None => {
+            if format == Format::Text {
+                say!(
+                    "identical: {shown} ({engine_name}) and the simulation under {} agree on every compared event",
+                    h.profile
+                );
+            }
+            Ok(())
+        }
+        Some(d) => Err(CheckFailed(format!(
+            "{shown} ({engine_name}) and the simulation under {} diverge: {}",
+            h.profile,
+            super::live::describe(&d)
+        ))
+        .into()),
+    }
 }

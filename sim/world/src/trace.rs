@@ -237,7 +237,15 @@ pub fn read_header(bytes: &[u8], file: &str) -> Result<Header, TraceError> {
     if let Err(e) = h.profile.parse::<loopsim_engine::profile::ProfileName>() {
         return Err(err(format!("profile: {e}")));
     }
-    if !matches!(h.schedule.as_str(), "fifo" | "shuffle") {
+    let live = h.engine.as_deref().is_some_and(|e| e.starts_with("live:"));
+    if live != (h.schedule == "live") {
+        return Err(err(format!(
+            "schedule: `{}` with engine `{}`: a live run's trace has schedule `live` and engine `live:RUNTIME`, and only it",
+            h.schedule,
+            h.engine.as_deref().unwrap_or("builtin")
+        )));
+    }
+    if !matches!(h.schedule.as_str(), "fifo" | "shuffle" | "live") {
         return Err(err(format!(
             "schedule: `{}` is not fifo or shuffle",
             h.schedule

@@ -155,7 +155,12 @@ impl<'s> World<'s> {
             Ok(c)
         };
         let mut cfg = build(platform)?;
-        let child_cfg = build(Some("subagent"))?;
+        let mut child_cfg = build(Some("subagent"))?;
+        if opts.wrong_port == Some(WrongPort::RefundExtendsCallCap) {
+            for c in [&mut cfg, &mut child_cfg] {
+                c.turn.refund_extends_call_cap = !c.turn.refund_extends_call_cap;
+            }
+        }
         if recorded {
             // The record is what the budget allowed: no cap of the scenario's profile may cut
             // it short (a what-if under a profile keeps that profile's cap).

@@ -17,6 +17,27 @@ pub struct RunOptions {
     pub record_series: bool,
     /// Which engine decides the guardrails.
     pub engine: crate::bridge::EngineChoice,
+    /// A deliberately wrong port, for tests that prove a live diff catches one.
+    pub wrong_port: Option<WrongPort>,
+}
+
+/// A deliberately wrong reading of the reference, switched on only by tests
+/// (`LOOPSIM_TEST_WRONG_PORT`): the live diff must catch it at the event where it shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrongPort {
+    /// Flips whether an execute_code-only round also gives back its API call.
+    RefundExtendsCallCap,
+}
+
+impl WrongPort {
+    pub const NAMES: [&'static str; 1] = ["refund-extends-call-cap"];
+
+    pub fn parse(s: &str) -> Option<WrongPort> {
+        match s {
+            "refund-extends-call-cap" => Some(WrongPort::RefundExtendsCallCap),
+            _ => None,
+        }
+    }
 }
 
 /// What an agent was doing during a span of virtual time.
