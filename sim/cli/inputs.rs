@@ -146,7 +146,7 @@ fn wrong_port() -> Result<Option<loopsim_world::sim::WrongPort>> {
         Err(_) => Ok(None),
         Ok(v) => match WrongPort::parse(&v) {
             Some(w) => {
-                warn(&format!(
+                warn(format!(
                     "LOOPSIM_TEST_WRONG_PORT={v}: this run uses a deliberately wrong port"
                 ));
                 Ok(Some(w))
