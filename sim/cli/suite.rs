@@ -68,6 +68,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-mixed-batch.toml"),
     ),
     (
+        "live-repeated-batch",
+        include_str!("../../scenarios/live-repeated-batch.toml"),
+    ),
+    (
         "live-user-stop",
         include_str!("../../scenarios/live-user-stop.toml"),
     ),

@@ -93,6 +93,7 @@ impl Profile {
         let summary = TurnRules {
             grace: GraceMode::SummaryCall,
             refund_extends_call_cap: false,
+            dedupe_identical_calls: true,
         };
         let v0_19 = Profile {
             name,
@@ -110,6 +111,7 @@ impl Profile {
                 turn: TurnRules {
                     grace: GraceMode::ExtraToolsFreeCall,
                     refund_extends_call_cap: true,
+                    dedupe_identical_calls: false,
                 },
                 child_timeout_secs: Some(600.0),
                 background_delegation: false,

@@ -279,7 +279,17 @@ impl LiveWorld {
     fn close_round(&mut self, a: usize, req: &ChatRequest) {
         let round = std::mem::take(&mut self.agents[a].round);
         let mut flagged = false;
+        let echoed: std::collections::HashSet<&str> = req
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_call_ids.iter().map(String::as_str))
+            .collect();
         for id in &round {
+            if !echoed.contains(id.as_str()) {
+                // The runtime dropped the call before running any (an identical one of the
+                // same reply): no result joins the context.
+                continue;
+            }
             let content = req
                 .messages
                 .iter()

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::budget::IterationBudget;
 
+pub mod batch;
 mod exit;
 pub use exit::{ExitReason, FailureMapping, FinishReason};
 
@@ -30,6 +31,9 @@ pub struct TurnRules {
     pub grace: GraceMode,
     /// An execute_code-only round also gives back its model call (the article's reading).
     pub refund_extends_call_cap: bool,
+    /// Identical calls in one reply run once ([`batch::kept_calls`]; Hermes does, the
+    /// article's loop does not).
+    pub dedupe_identical_calls: bool,
 }
 
 /// What the runtime should do next in the loop.
@@ -268,6 +272,7 @@ mod tests {
     const SUMMARY: TurnRules = TurnRules {
         grace: GraceMode::SummaryCall,
         refund_extends_call_cap: false,
+        dedupe_identical_calls: true,
     };
 
     fn run_tools(g: &mut TurnGovernor, tool: &str) -> u64 {
@@ -307,6 +312,7 @@ mod tests {
         let rules = TurnRules {
             grace: GraceMode::ExtraToolsFreeCall,
             refund_extends_call_cap: true,
+            dedupe_identical_calls: false,
         };
         let mut g = TurnGovernor::new(rules, 5);
         for _ in 0..3 {

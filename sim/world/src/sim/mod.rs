@@ -16,7 +16,7 @@ use loopsim_engine::delegation::{Admission, ChildBudget};
 use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, NoticeKind};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
-use loopsim_engine::turn::{ExitReason, FinishReason, Step as TurnStep, TurnGovernor};
+use loopsim_engine::turn::{ExitReason, FinishReason, Step as TurnStep, TurnGovernor, batch};
 use serde::Serialize;
 
 use crate::clock::{Duration, Instant};
@@ -69,6 +69,8 @@ struct Agent<'s> {
     plan: Option<Reply<'s>>,
     call_index: usize,
     round_tools: Vec<&'s str>,
+    /// The calls of this round that ran (identical ones after them are dropped).
+    round_calls: Vec<Signature>,
     round_flagged: bool,
     call_started: Instant,
     waiting_batch: Option<usize>,
@@ -279,6 +281,7 @@ impl<'s> World<'s> {
             plan: None,
             call_index: 0,
             round_tools: Vec::new(),
+            round_calls: Vec::new(),
             round_flagged: false,
             call_started: self.sched.now(),
             waiting_batch: None,
@@ -457,6 +460,7 @@ impl<'s> World<'s> {
                 let ag = &mut self.agents[a];
                 ag.call_index = 0;
                 ag.round_tools.clear();
+                ag.round_calls.clear();
                 ag.round_flagged = false;
                 self.next_call(a);
             }
@@ -487,6 +491,15 @@ impl<'s> World<'s> {
         let tool: &'s str = c.tool.get_ref();
         let rep = self.agents[a].script.rep();
         let (args, signature) = call_args(&mut self.args_cache, c, rep);
+        let ag = &mut self.agents[a];
+        if ag.cfg.turn.dedupe_identical_calls {
+            if !batch::runs(&ag.round_calls, &signature) {
+                // The runtime drops an identical call of the same reply before running any.
+                ag.call_index += 1;
+                return self.next_call(a);
+            }
+            ag.round_calls.push(signature.clone());
+        }
         self.agents[a].round_tools.push(tool);
         let d = self.agents[a].guard.before_call(signature, &args);
         if !d.action.allows_execution() {
