@@ -184,7 +184,7 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
     let spec_path = dir.0.join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).map_err(LiveRunError::Temp)?;
     let started = WallInstant::now();
-    let out = run_python(&opts.python, &script, &spec_path, opts.timeout)?;
+    let out = run_python(&opts.python, &script, &spec_path, &dir.0, opts.timeout)?;
     let wall = started.elapsed();
     let errors = handle.errors();
     let events = handle.with_world(|w| w.take_events());
@@ -256,6 +256,7 @@ fn run_python(
     python: &Path,
     script: &Path,
     spec: &Path,
+    cwd: &Path,
     timeout: WallDuration,
 ) -> Result<Output, LiveRunError> {
     use std::os::unix::process::CommandExt;
@@ -264,6 +265,10 @@ fn run_python(
         .arg(spec)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1")
+        // Not the caller's folder: Hermes resolves relative paths against the process's
+        // folder (its verify-on-stop looks for a project there), and a run must not depend
+        // on where loopsim was started.
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
