@@ -60,6 +60,14 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-delegation.toml"),
     ),
     (
+        "live-empty-exhausted",
+        include_str!("../../scenarios/live-empty-exhausted.toml"),
+    ),
+    (
+        "live-empty-replies",
+        include_str!("../../scenarios/live-empty-replies.toml"),
+    ),
+    (
         "live-heeded-warning",
         include_str!("../../scenarios/live-heeded-warning.toml"),
     ),

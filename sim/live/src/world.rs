@@ -29,6 +29,15 @@ pub const WARNING_MARKER: &str = "[Tool loop warning:";
 /// The marker of a stall-guard notice appended to a tool result.
 pub const NOTICE_MARKER: &str = "[Tool loop notice:";
 
+/// The detail of a model call whose reply was empty.
+pub const EMPTY_REPLY: &str = "empty reply";
+
+/// Whether a user message is one loopsim wrote (a task, a child's goal, a background note
+/// naming its children), not one the runtime added to its own conversation.
+fn is_ours(content: &str) -> bool {
+    content.contains("[loopsim agent ") || content.contains("(loopsim scenario ")
+}
+
 /// Why a request could not be answered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LiveError {
@@ -65,8 +74,8 @@ struct LiveAgent {
     user_messages: usize,
     /// Tool call ids of the last reply, waiting for the next request to close their round.
     round: Vec<String>,
-    /// Empty replies still to give before the queued reply.
-    queued: Option<(ModelCall<'static>, u32)>,
+    /// The last reply was empty (a user message the runtime adds next is its nudge).
+    last_empty: bool,
     /// Children this agent delegated, by name.
     children: Vec<String>,
     /// Each delegation's children, and whether its result has opened a turn yet.
@@ -134,7 +143,7 @@ impl LiveWorld {
             calls: 0,
             user_messages: 0,
             round: Vec::new(),
-            queued: None,
+            last_empty: false,
             children: Vec::new(),
             batches: Vec::new(),
             delegate_call: None,
@@ -226,13 +235,6 @@ impl LiveWorld {
             });
         }
         let a = self.agent_of(req)?;
-        if let Some((call, left)) = self.agents[a].queued.take() {
-            if left > 0 {
-                self.agents[a].queued = Some((call, left - 1));
-                return Ok(self.empty_reply(a));
-            }
-            return self.reply_with(a, call);
-        }
         if !req.tools {
             // The summary call: its prompt is the runtime's, not a user's turn.
             if !self.agents[a].round.is_empty() {
@@ -242,7 +244,16 @@ impl LiveWorld {
         }
         let users = req.messages.iter().filter(|m| m.role == "user").count();
         let ag = &mut self.agents[a];
-        if users > ag.user_messages {
+        let last_user = req
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .map_or("", |m| m.content.as_str());
+        if users > ag.user_messages && ag.user_messages > 0 && !is_ours(last_user) {
+            // The runtime's own request to go on (after an empty reply), not a user's turn.
+            ag.user_messages = users;
+        } else if users > ag.user_messages {
             // A new user message opens a turn.
             let first = ag.user_messages == 0;
             ag.user_messages = users;
@@ -268,10 +279,7 @@ impl LiveWorld {
             self.close_round(a, req);
         }
         let call = self.agents[a].script.reply(true);
-        if call.attempts > 1 {
-            self.agents[a].queued = Some((call, call.attempts - 2));
-            return Ok(self.empty_reply(a));
-        }
+        self.agents[a].last_empty = matches!(call.reply, Reply::Empty);
         self.reply_with(a, call)
     }
 
@@ -311,19 +319,6 @@ impl LiveWorld {
         self.agents[a].script.advance(flagged, children_done);
     }
 
-    fn empty_reply(&mut self, a: usize) -> ChatReply {
-        let ag = &self.agents[a];
-        let context = ag.script.context();
-        let share = *ag.script.model().cache_read_share.get_ref();
-        ChatReply {
-            content: String::new(),
-            tool_calls: Vec::new(),
-            prompt_tokens: context,
-            cached_tokens: (context as f64 * share).round() as u64,
-            completion_tokens: 0,
-        }
-    }
-
     fn summary_reply(&mut self, a: usize) -> ChatReply {
         // The simulator does not advance the clock for the summary call either.
         let s = self.agents[a].script.summary();
@@ -354,11 +349,13 @@ impl LiveWorld {
         e.cache_write_tokens = (call.cache_write_tokens > 0).then_some(call.cache_write_tokens);
         e.output_tokens = Some(call.output_tokens);
         e.latency_us = Some(call.latency.0);
+        e.detail = matches!(call.reply, Reply::Empty).then(|| EMPTY_REPLY.to_string());
         self.events.push(e);
         self.agents[a].clock_us += call.latency.0;
         let mut tool_calls = Vec::new();
         let mut content = String::new();
         match call.reply {
+            Reply::Empty => {}
             Reply::Answer | Reply::ContextTooSmall => {
                 content = call
                     .step

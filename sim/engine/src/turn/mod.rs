@@ -78,6 +78,28 @@ pub struct TurnGovernor {
     interrupted: bool,
     failed: bool,
     final_answer: bool,
+    /// Empty replies retried this turn (a text reply starts over).
+    empty_retries: u32,
+    /// The empty-reply nudge was used since the last tool round.
+    nudged_this_round: bool,
+    /// The last reply was empty: an exhausted budget then ends the turn without a summary.
+    last_reply_empty: bool,
+}
+
+/// Empty replies Hermes retries in a turn before it gives up (`agent/conversation_loop.py`,
+/// the empty-response recovery in the main loop).
+pub const EMPTY_REPLY_RETRIES: u32 = 3;
+
+/// What the runtime does after an empty reply (no text, no tool calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmptyReply {
+    /// A tool result is among the last messages: Hermes appends a placeholder reply and a
+    /// request to continue, once per tool round, without using a retry.
+    Nudge,
+    /// The same request again, counted as an iteration like any other.
+    Retry,
+    /// The retries are used up: the turn ends `empty_response_exhausted`.
+    Exhausted,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +138,9 @@ impl TurnGovernor {
             interrupted: false,
             failed: false,
             final_answer: false,
+            empty_retries: 0,
+            nudged_this_round: false,
+            last_reply_empty: false,
         }
     }
 
@@ -175,6 +200,26 @@ impl TurnGovernor {
     pub fn text_reply(&mut self, finish: FinishReason) {
         self.exit = ExitReason::TextResponse(finish);
         self.final_answer = true;
+        self.empty_retries = 0;
+        self.last_reply_empty = false;
+    }
+
+    /// The model's reply was empty. Each empty reply already counted as an iteration (Hermes
+    /// refunds nothing); `tool_result_recent`: a tool result is among the last five messages
+    /// of the conversation.
+    pub fn empty_reply(&mut self, tool_result_recent: bool) -> EmptyReply {
+        self.last_reply_empty = true;
+        if tool_result_recent && !self.nudged_this_round {
+            self.nudged_this_round = true;
+            return EmptyReply::Nudge;
+        }
+        if self.empty_retries < EMPTY_REPLY_RETRIES {
+            self.empty_retries += 1;
+            return EmptyReply::Retry;
+        }
+        self.exit = ExitReason::EmptyResponseExhausted;
+        self.final_answer = true;
+        EmptyReply::Exhausted
     }
 
     /// A tool round finished. `halted` is the guardrail's turn halt; `tools` the batch's names.
@@ -184,6 +229,8 @@ impl TurnGovernor {
         tools: impl IntoIterator<Item = &'a str>,
         halted: bool,
     ) -> bool {
+        self.nudged_this_round = false;
+        self.last_reply_empty = false;
         if halted {
             self.exit = ExitReason::GuardrailHalt;
             self.final_answer = true;
@@ -234,7 +281,13 @@ impl TurnGovernor {
         let exhausted =
             self.api_call_count >= self.max_iterations || self.budget.remaining() <= self.reserve;
         let mut summary_call = false;
+        if self.last_reply_empty && matches!(self.exit, ExitReason::BudgetExhausted) {
+            // The loop stopped on an empty reply: Hermes's final response is an empty string,
+            // not none, so its finalizer neither rewrites the reason nor asks for a summary.
+            self.exit = ExitReason::Unknown;
+        }
         if !self.final_answer
+            && !self.last_reply_empty
             && exhausted
             && !self.interrupted
             && !self.failed
@@ -435,6 +488,78 @@ pub fn strip_think_blocks(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod empty_reply_tests {
+    use super::*;
+
+    const RULES: TurnRules = TurnRules {
+        grace: GraceMode::SummaryCall,
+        refund_extends_call_cap: false,
+        dedupe_identical_calls: true,
+    };
+
+    /// Runs replies through a turn: `e` empty, `t` a tool round, `x` text. Returns the calls
+    /// made, the budget used and the exit reason.
+    fn run(max: u64, replies: &str) -> (u64, u64, String) {
+        let mut g = TurnGovernor::new(RULES, max);
+        let mut recent = false;
+        for r in replies.chars() {
+            match g.begin_iteration(false) {
+                Step::Exit => break,
+                Step::Call { .. } => {}
+            }
+            let go_on = match r {
+                'e' => g.empty_reply(recent) != EmptyReply::Exhausted,
+                't' => {
+                    recent = true;
+                    g.tool_round(["terminal"], false)
+                }
+                _ => {
+                    g.text_reply(FinishReason::Stop);
+                    false
+                }
+            };
+            if !go_on {
+                break;
+            }
+        }
+        let end = g.finish();
+        (end.api_calls, end.budget_used, end.exit_reason.to_string())
+    }
+
+    // The cases observed in the real hermes-agent 0.19.0 loop (agent/conversation_loop.py):
+    // every empty reply, nudge and retry is a counted request; nothing is refunded.
+    #[test]
+    fn empty_replies_are_counted_retried_three_times_and_nudged_once_after_tools() {
+        let exhausted = "empty_response_exhausted".to_string();
+        assert_eq!(run(90, "eeeeeeee"), (4, 4, exhausted.clone()));
+        assert_eq!(
+            run(90, "ex"),
+            (2, 2, "text_response(finish_reason=stop)".into())
+        );
+        assert_eq!(
+            run(90, "tex"),
+            (3, 3, "text_response(finish_reason=stop)".into())
+        );
+        assert_eq!(run(90, "teeeeeeee"), (6, 6, exhausted.clone()));
+        // A tool round does not give the retries back, but it brings a new nudge.
+        assert_eq!(run(90, "eetteeeee"), (7, 7, exhausted));
+    }
+
+    #[test]
+    fn a_budget_spent_on_empty_replies_ends_unknown_without_a_summary() {
+        let g = run(2, "eeee");
+        assert_eq!(g, (2, 2, "unknown".to_string()));
+        let mut gov = TurnGovernor::new(RULES, 2);
+        for _ in 0..2 {
+            assert_eq!(gov.begin_iteration(false), Step::Call { tools: true });
+            gov.empty_reply(false);
+        }
+        assert_eq!(gov.begin_iteration(false), Step::Exit);
+        assert!(!gov.finish().summary_call);
+    }
 }
 
 #[cfg(test)]

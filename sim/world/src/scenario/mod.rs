@@ -169,7 +169,8 @@ pub struct ModelSpec {
     /// Probability that the model heeds a guardrail warning or notice and moves on.
     #[serde(default = "zero")]
     pub heed_probability: Spanned<f64>,
-    /// Probability of an empty reply (it ends the turn as text).
+    /// Probability of an empty reply (no text, no tool call): the runtime's empty-reply
+    /// recovery counts it as an iteration and asks again, or ends the turn.
     #[serde(default = "zero")]
     pub empty_reply_probability: Spanned<f64>,
     /// For auxiliary models: input tokens per call (main models use the agent's context).

@@ -51,14 +51,15 @@ pub use tools::{ApprovalCall, ToolRun, render_result};
 pub const REFUSED_RESULT_TOKENS: u64 = 60;
 /// Context tokens each child's report adds to its parent's context.
 pub const CHILD_REPORT_TOKENS: u64 = 300;
-/// Replies a model gives at most for one iteration (the first and its empty-reply retries).
-pub const MAX_ATTEMPTS: u32 = 4;
 
 /// What the model's reply is at one call.
 #[derive(Clone, Copy, Debug)]
 pub enum Reply<'s> {
     /// Final text: the turn ends.
     Answer,
+    /// No text and no tool calls (the model's `empty_reply_probability`): the runtime's
+    /// empty-reply recovery decides what happens next.
+    Empty,
     /// The local runtime's context window is too small: no request is sent.
     ContextTooSmall,
     /// Tool calls in one reply.
@@ -74,8 +75,6 @@ pub struct ModelCall<'s> {
     /// The script step the reply came from (none for the grace call or a finished script).
     pub step: Option<&'s Step>,
     pub latency: Duration,
-    /// Replies given: 1, plus one per empty reply retried before it.
-    pub attempts: u32,
     pub input_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
@@ -233,7 +232,6 @@ impl<'s> ScriptedAgent<'s> {
             reply,
             step,
             latency: Duration::ZERO,
-            attempts: 0,
             input_tokens: 0,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
@@ -252,19 +250,22 @@ impl<'s> ScriptedAgent<'s> {
             .and_then(|s| s.output_tokens.as_ref())
             .unwrap_or(&model.output_tokens)
             .get_ref();
-        let mut latency = Duration::from_secs_f64(lat_dist.sample(&mut self.rng));
-        // An empty reply is retried inside the same iteration: time and tokens, no count.
-        let mut attempts = 1;
-        while attempts < MAX_ATTEMPTS
-            && self.rng.random::<f64>() < *model.empty_reply_probability.get_ref()
-        {
-            latency += Duration::from_secs_f64(lat_dist.sample(&mut self.rng));
-            attempts += 1;
+        let latency = Duration::from_secs_f64(lat_dist.sample(&mut self.rng));
+        let share = *model.cache_read_share.get_ref();
+        let mut input = self.context;
+        let mut cache = (self.context as f64 * share).round() as u64;
+        if self.rng.random::<f64>() < *model.empty_reply_probability.get_ref() {
+            // The model will try the same step again.
+            self.reply_step = None;
+            return ModelCall {
+                reply: Reply::Empty,
+                latency,
+                input_tokens: input,
+                cache_read_tokens: cache,
+                ..none
+            };
         }
         let output = out_dist.sample(&mut self.rng).round() as u64;
-        let share = *model.cache_read_share.get_ref();
-        let mut input = self.context * attempts as u64;
-        let mut cache = (self.context as f64 * share).round() as u64 * attempts as u64;
         let mut cache_write = 0;
         // A recorded call keeps its own figures.
         if let Some(s) = step {
@@ -278,7 +279,6 @@ impl<'s> ScriptedAgent<'s> {
         self.context += output;
         ModelCall {
             latency,
-            attempts,
             input_tokens: input,
             cache_read_tokens: cache,
             cache_write_tokens: cache_write,

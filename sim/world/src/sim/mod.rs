@@ -16,7 +16,9 @@ use loopsim_engine::delegation::{Admission, ChildBudget};
 use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, NoticeKind};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
-use loopsim_engine::turn::{ExitReason, FinishReason, Step as TurnStep, TurnGovernor, batch};
+use loopsim_engine::turn::{
+    EmptyReply, ExitReason, FinishReason, Step as TurnStep, TurnGovernor, batch,
+};
 use serde::Serialize;
 
 use crate::clock::{Duration, Instant};
@@ -71,6 +73,8 @@ struct Agent<'s> {
     round_tools: Vec<&'s str>,
     /// The calls of this round that ran (identical ones after them are dropped).
     round_calls: Vec<Signature>,
+    /// Messages in the conversation since its last tool result (none yet: `None`).
+    since_tool: Option<u32>,
     round_flagged: bool,
     call_started: Instant,
     waiting_batch: Option<usize>,
@@ -282,6 +286,7 @@ impl<'s> World<'s> {
             call_index: 0,
             round_tools: Vec::new(),
             round_calls: Vec::new(),
+            since_tool: None,
             round_flagged: false,
             call_started: self.sched.now(),
             waiting_batch: None,
@@ -436,6 +441,7 @@ impl<'s> World<'s> {
                     e.output_tokens = Some(call.output_tokens);
                     e.latency_us = Some(latency.0);
                     e.budget_used = Some(used);
+                    e.detail = matches!(call.reply, Reply::Empty).then(|| "empty reply".into());
                     self.trace.line(&e);
                 }
                 self.sched.at(self.sched.now() + latency, Ev::ModelDone(a));
@@ -452,8 +458,23 @@ impl<'s> World<'s> {
         let plan = self.agents[a].plan.expect("a plan");
         match plan {
             Reply::Answer => {
+                self.agents[a].messages_after_tools(1);
                 self.agents[a].gov.text_reply(FinishReason::Stop);
                 self.end_turn(a);
+            }
+            Reply::Empty => {
+                let ag = &mut self.agents[a];
+                // Hermes looks for a tool result among the conversation's last five messages.
+                let recent = ag.since_tool.is_some_and(|k| k <= 4);
+                match ag.gov.empty_reply(recent) {
+                    EmptyReply::Nudge => {
+                        // A placeholder reply and a request to go on join the conversation.
+                        ag.messages_after_tools(2);
+                        self.sched.at(self.sched.now(), Ev::Wake(a));
+                    }
+                    EmptyReply::Retry => self.sched.at(self.sched.now(), Ev::Wake(a)),
+                    EmptyReply::Exhausted => self.end_turn(a),
+                }
             }
             Reply::ContextTooSmall => unreachable!("handled before the call"),
             Reply::Calls(_) | Reply::Delegate { .. } => {
@@ -473,7 +494,9 @@ impl<'s> World<'s> {
         let calls: &[CallSpec] = match plan {
             Reply::Calls(c) => c,
             Reply::Delegate { .. } => &[],
-            Reply::Answer | Reply::ContextTooSmall => unreachable!("no tool round"),
+            Reply::Answer | Reply::Empty | Reply::ContextTooSmall => {
+                unreachable!("no tool round")
+            }
         };
         let idx = self.agents[a].call_index;
         if let Reply::Delegate { agent, tasks } = plan {
@@ -623,6 +646,13 @@ impl World<'_> {
 }
 
 impl Agent<'_> {
+    /// `n` messages that are not tool results joined the conversation.
+    fn messages_after_tools(&mut self, n: u32) {
+        if let Some(k) = &mut self.since_tool {
+            *k += n;
+        }
+    }
+
     /// Charges admitted subagents against the per-turn cap.
     fn guard_spawn(&mut self, n: u32) -> u32 {
         if self.guard.rules().loop_caps {

@@ -26,6 +26,8 @@ impl World<'_> {
         };
         ag.guard.reset_turn();
         ag.script.start_turn(on_result);
+        // The turn's user message (or the background result's note).
+        ag.messages_after_tools(1);
         ag.status = Status::Running;
         ag.turns += 1;
         self.note_budget(a);
@@ -63,6 +65,7 @@ impl World<'_> {
         }
         self.advance_script(a);
         let ag = &mut self.agents[a];
+        ag.since_tool = Some(0);
         let tools = std::mem::take(&mut ag.round_tools);
         let before = ag.gov.budget().used();
         let go_on = ag.gov.tool_round(tools.iter().copied(), halt.is_some());
@@ -114,6 +117,8 @@ impl World<'_> {
             let call = ag.script.summary();
             let (lat, input, out) = (call.latency, call.input_tokens, call.output_tokens);
             ag.summary_calls += 1;
+            // The runtime's request for a summary, and the summary.
+            ag.messages_after_tools(2);
             let u = Usage::model_call(&model.price, input, call.cache_read_tokens, out, lat.0);
             self.account(a, &u);
             if self.trace.enabled() {
