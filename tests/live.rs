@@ -50,7 +50,7 @@ fn every_scenario_has_a_live_status_and_a_reason_when_it_is_not_identical() {
         }
     }
     let identical = table.iter().filter(|r| r.1 == "identical").count();
-    assert!(identical >= 23, "only {identical} scenarios run live");
+    assert!(identical >= 25, "only {identical} scenarios run live");
 }
 
 #[test]
@@ -445,5 +445,56 @@ fn a_live_trace_replays_against_its_simulation_and_an_edited_one_is_refused() {
         output_text(&o).contains("hash mismatch"),
         "{}",
         output_text(&o)
+    );
+}
+
+/// A stand-in for Python: a shell script given the bridge's arguments (script, spec).
+fn fake_runtime(t: &TempDir, body: &str) -> std::path::PathBuf {
+    let p = t.join("python");
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    Command::new("chmod").arg("755").arg(&p).status().unwrap();
+    p
+}
+
+#[test]
+fn a_runtime_that_crashes_or_speaks_another_api_is_a_clear_error() {
+    let t = TempDir::new("live-faults");
+    let crash = fake_runtime(&t, "echo 'Traceback: boom' >&2\nexit 1");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            "scenarios/two-call-cycle.toml",
+            "--live",
+            &format!("hermes={}", crash.display()),
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("Hermes failed (exit 1)") && text.contains("boom"),
+        "{text}"
+    );
+    // A runtime that posts something that is not a chat request: named, exit 2.
+    let garbled = fake_runtime(
+        &t,
+        r#"url=$(sed 's/.*"server":"\([^"]*\)".*/\1/' "$2")
+curl -s -o /dev/null -X POST -H 'Content-Type: application/json' -d '{"messages": 3}' "$url/v1/chat/completions"
+echo '{"ok": true}'"#,
+    );
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            "scenarios/two-call-cycle.toml",
+            "--live",
+            &format!("hermes={}", garbled.display()),
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("could not answer") && text.contains("no `model`"),
+        "{text}"
     );
 }

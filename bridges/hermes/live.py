@@ -287,32 +287,43 @@ def main():
     )
     parent._loopsim_name = "parent"
     AGENTS["parent"] = parent
-    turns = []
-    result = parent.run_conversation(SPEC.get("task") or "Do the task.")
-    turns.append(result.get("turn_exit_reason"))
-    history = result.get("messages")
-    # Background children report as a new turn once the parent's turn has ended, as the CLI
-    # does with the completion queue.
     from tools.process_registry import process_registry, format_process_notification
     import queue
-    # The runtime's completion queue fills in wall-clock order; the scenario's world finishes
-    # children in virtual time. Wait for every batch, then open the result turns in the
-    # order loopsim says they finished.
-    notes = []
-    while PENDING_BATCHES[0] > 0 and not INTERRUPTED[0]:
-        try:
-            event = process_registry.completion_queue.get(
-                timeout=float(SPEC.get("background_wait_s", 60)))
-        except queue.Empty:
-            break
-        PENDING_BATCHES[0] -= 1
-        notes.append(format_process_notification(event))
-    if notes and not INTERRUPTED[0]:
-        order = post("/loopsim/v1/order", {"notes": notes})["order"]
-        for i in order[: int(SPEC.get("max_background_turns", 0))]:
-            result = parent.run_conversation(notes[i], conversation_history=history)
-            turns.append(result.get("turn_exit_reason"))
-            history = result.get("messages")
+
+    turns = []
+    history = None
+
+    def run_turn(text):
+        nonlocal history
+        result = parent.run_conversation(text, conversation_history=history)
+        turns.append(result.get("turn_exit_reason"))
+        history = result.get("messages")
+
+    def drain_background():
+        # Background children report as a new turn once the parent's turn has ended, as the
+        # CLI does with the completion queue. The queue fills in wall-clock order; the
+        # scenario's world finishes children in virtual time: wait for every batch, then
+        # open the result turns in the order loopsim says they finished.
+        notes = []
+        while PENDING_BATCHES[0] > 0 and not INTERRUPTED[0]:
+            try:
+                event = process_registry.completion_queue.get(
+                    timeout=float(SPEC.get("background_wait_s", 60)))
+            except queue.Empty:
+                break
+            PENDING_BATCHES[0] -= 1
+            notes.append(format_process_notification(event))
+        if notes and not INTERRUPTED[0]:
+            order = post("/loopsim/v1/order", {"notes": notes})["order"]
+            for i in order[: int(SPEC.get("max_background_turns", 0))]:
+                run_turn(notes[i])
+
+    # The task, then the user's later messages (each after the turns before it, as the
+    # scenario's `turns` say); a stop ends only the turn it came in.
+    for text in [SPEC.get("task") or "Do the task."] + list(SPEC.get("user_turns") or []):
+        INTERRUPTED[0] = False
+        run_turn(text)
+        drain_background()
     try:
         parent.close()
     except Exception:

@@ -80,8 +80,16 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-repeated-batch.toml"),
     ),
     (
+        "live-tool-timeouts",
+        include_str!("../../scenarios/live-tool-timeouts.toml"),
+    ),
+    (
         "live-user-stop",
         include_str!("../../scenarios/live-user-stop.toml"),
+    ),
+    (
+        "live-user-turns",
+        include_str!("../../scenarios/live-user-turns.toml"),
     ),
     (
         "poller-exempt",

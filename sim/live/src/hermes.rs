@@ -167,11 +167,13 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
     let dir = TempDir::new().map_err(LiveRunError::Temp)?;
     let script = dir.0.join("live.py");
     std::fs::write(&script, LIVE_PY).map_err(LiveRunError::Temp)?;
-    let background = sc
-        .file
-        .agents
-        .get("parent")
-        .is_some_and(|p| p.script.iter().any(|s| s.delegate.is_some()));
+    let background = sc.file.agents.values().any(|a| {
+        a.script
+            .iter()
+            .chain(&a.on_result)
+            .chain(a.turns.iter().flat_map(|t| &t.script))
+            .any(|s| s.delegate.is_some())
+    });
     let spec = json!({
         "server": format!("http://{}", handle.addr()),
         "model": sc.file.agents["parent"].model.get_ref(),
@@ -179,6 +181,9 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
         "platform": opts.platform.clone().or_else(|| sc.file.platform.clone()).unwrap_or_else(|| "cli".into()),
         "task": format!("{} (loopsim scenario {})", sc.file.description.trim(), sc.file.name),
         "max_background_turns": if background { 16 } else { 0 },
+        "user_turns": sc.file.agents["parent"].turns.iter().enumerate()
+            .map(|(k, _)| format!("The user's next message (loopsim scenario {}, user turn {}).", sc.file.name, k + 2))
+            .collect::<Vec<_>>(),
         "background_wait_s": 60,
     });
     let spec_path = dir.0.join("spec.json");

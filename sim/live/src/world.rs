@@ -29,6 +29,9 @@ pub const WARNING_MARKER: &str = "[Tool loop warning:";
 /// The marker of a stall-guard notice appended to a tool result.
 pub const NOTICE_MARKER: &str = "[Tool loop notice:";
 
+/// What the text of a later user turn carries (`loopsim live` writes it).
+pub const USER_TURN_MARK: &str = ", user turn ";
+
 /// The detail of a model call whose reply was empty.
 pub const EMPTY_REPLY: &str = "empty reply";
 
@@ -260,7 +263,13 @@ impl LiveWorld {
             ag.round.clear();
             if first {
                 ag.script.start_turn(false);
-            } else if ag.script.next_user_message_at().is_some() {
+            } else if let Some(at_s) = ag
+                .script
+                .next_user_message_at()
+                .filter(|_| last_user.contains(USER_TURN_MARK))
+            {
+                // The user's next message: after the turn before it, and not before it was sent.
+                ag.clock_us = ag.clock_us.max(Duration::from_secs_f64(at_s).0);
                 ag.script.open_user_turn();
                 ag.script.start_turn(false);
             } else {
