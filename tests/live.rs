@@ -50,7 +50,7 @@ fn every_scenario_has_a_live_status_and_a_reason_when_it_is_not_identical() {
         }
     }
     let identical = table.iter().filter(|r| r.1 == "identical").count();
-    assert!(identical >= 25, "only {identical} scenarios run live");
+    assert!(identical >= 26, "only {identical} scenarios run live");
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn the_live_suite_matches_its_simulation_event_for_event() {
             v["compared_events"]["live"].as_u64().unwrap(),
         );
         assert_eq!(s, l, "{name}: as many events on both sides");
-        assert!(l >= 5, "{name}: only {l} events compared");
+        assert!(l >= 2, "{name}: only {l} events compared");
         compared += l;
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

@@ -153,6 +153,8 @@ fn router(state: AppState) -> Router {
         .route("/loopsim/v1/event", post(event))
         .route("/loopsim/v1/order", post(order))
         .route("/loopsim/v1/health", get(|| async { "ok" }))
+        .route("/api/tags", get(ollama_tags))
+        .route("/api/show", post(ollama_show))
         .fallback(not_found)
         .with_state(state)
 }
@@ -312,4 +314,38 @@ async fn order(State(state): State<AppState>, body: Bytes) -> Response {
         w.result_order("parent", &notes)
     };
     axum::Json(json!({ "order": order })).into_response()
+}
+
+/// Ollama's model list, only when the scenario's model runs on an Ollama with too small a
+/// context (`context_too_small` first); otherwise a 404, as for every local-server probe.
+async fn ollama_tags(State(state): State<AppState>) -> Response {
+    let (ctx, names) = {
+        let w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        (w.ollama_num_ctx(), w.model_names())
+    };
+    match ctx {
+        Some(_) => {
+            let models: Vec<Value> = names
+                .iter()
+                .map(|n| json!({ "name": n, "model": n }))
+                .collect();
+            axum::Json(json!({ "models": models })).into_response()
+        }
+        None => (StatusCode::NOT_FOUND, "no such endpoint: /api/tags").into_response(),
+    }
+}
+
+async fn ollama_show(State(state): State<AppState>) -> Response {
+    let ctx = {
+        let w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.ollama_num_ctx()
+    };
+    match ctx {
+        Some(n) => axum::Json(json!({
+            "parameters": format!("num_ctx {n}"),
+            "model_info": { "general.context_length": n },
+        }))
+        .into_response(),
+        None => (StatusCode::NOT_FOUND, "no such endpoint: /api/show").into_response(),
+    }
 }

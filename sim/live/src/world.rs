@@ -29,6 +29,10 @@ pub const WARNING_MARKER: &str = "[Tool loop warning:";
 /// The marker of a stall-guard notice appended to a tool result.
 pub const NOTICE_MARKER: &str = "[Tool loop notice:";
 
+/// The runtime context an emulated Ollama reports: Ollama's own default, far below what
+/// Hermes needs for tool use.
+pub const OLLAMA_SMALL_NUM_CTX: u64 = 2048;
+
 /// What the text of a later user turn carries (`loopsim live` writes it).
 pub const USER_TURN_MARK: &str = ", user turn ";
 
@@ -79,6 +83,8 @@ struct LiveAgent {
     round: Vec<String>,
     /// The last reply was empty (a user message the runtime adds next is its nudge).
     last_empty: bool,
+    /// A turn has started and not ended yet.
+    turn_open: bool,
     /// Children this agent delegated, by name.
     children: Vec<String>,
     /// Each delegation's children, and whether its result has opened a turn yet.
@@ -147,6 +153,7 @@ impl LiveWorld {
             user_messages: 0,
             round: Vec::new(),
             last_empty: false,
+            turn_open: false,
             children: Vec::new(),
             batches: Vec::new(),
             delegate_call: None,
@@ -177,6 +184,12 @@ impl LiveWorld {
         if let Some(&a) = self.by_name.get(&e.agent) {
             e.t_us = self.agents[a].clock_us;
             if e.kind == "turn_end" {
+                if !self.agents[a].turn_open {
+                    // The runtime ended the turn before its first request (a preflight).
+                    let start = self.event(a, "turn_start");
+                    self.events.push(start);
+                }
+                self.agents[a].turn_open = false;
                 self.agents[a].finished = true;
                 e.call = Some(self.agents[a].calls);
             }
@@ -282,6 +295,7 @@ impl LiveWorld {
                     .map_or("", |m| m.content.as_str());
                 self.open_result_turn(a, text);
             }
+            self.agents[a].turn_open = true;
             let e = self.event(a, "turn_start");
             self.events.push(e);
         } else if !ag.round.is_empty() {
@@ -485,6 +499,18 @@ impl LiveWorld {
             failed: run.failed,
             interrupt,
         })
+    }
+
+    /// The runtime context an Ollama server would report for the parent's model, when the
+    /// scenario's parent starts with `context_too_small` (below Hermes's 64K minimum); `None`:
+    /// the server is no Ollama.
+    pub fn ollama_num_ctx(&self) -> Option<u64> {
+        let parent = &self.sc.file.agents["parent"];
+        parent
+            .script
+            .first()
+            .is_some_and(|s| s.context_too_small)
+            .then_some(OLLAMA_SMALL_NUM_CTX)
     }
 
     /// The model names a client may ask for.
