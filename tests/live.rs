@@ -345,6 +345,19 @@ fn serve_speaks_chat_completions_and_runs_the_scripted_tools() {
         body.contains(r#""choices":[],"#) || body.contains(r#""choices":[]}"#),
         "{body}"
     );
+    // What happened so far, as trace event lines.
+    let (st, body) = http(&s.addr, "GET", "/loopsim/v1/events", "");
+    assert_eq!(st, 200);
+    let kinds: Vec<String> = body
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert!(kinds.contains(&"\"tool_call\"".to_string()), "{body}");
+    assert_eq!(
+        kinds.iter().filter(|k| k.contains("model_call")).count(),
+        2,
+        "{body}"
+    );
     // A body that is not a chat request: 400 with the reason.
     let (st, body) = http(&s.addr, "POST", "/v1/chat/completions", "{");
     assert_eq!(st, 400);

@@ -152,6 +152,7 @@ fn router(state: AppState) -> Router {
         .route("/loopsim/v1/tool", post(tool))
         .route("/loopsim/v1/event", post(event))
         .route("/loopsim/v1/order", post(order))
+        .route("/loopsim/v1/events", get(events))
         .route("/loopsim/v1/health", get(|| async { "ok" }))
         .route("/api/tags", get(ollama_tags))
         .route("/api/show", post(ollama_show))
@@ -348,4 +349,18 @@ async fn ollama_show(State(state): State<AppState>) -> Response {
         .into_response(),
         None => (StatusCode::NOT_FOUND, "no such endpoint: /api/show").into_response(),
     }
+}
+
+/// What happened so far, as trace event lines (JSON lines, in the trace's order).
+async fn events(State(state): State<AppState>) -> Response {
+    let events = {
+        let w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.events_in_order()
+    };
+    let mut body = String::new();
+    for e in &events {
+        body.push_str(&serde_json::to_string(e).unwrap_or_default());
+        body.push('\n');
+    }
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
