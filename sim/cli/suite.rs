@@ -84,6 +84,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-tool-timeouts.toml"),
     ),
     (
+        "live-until-children",
+        include_str!("../../scenarios/live-until-children.toml"),
+    ),
+    (
         "live-user-stop",
         include_str!("../../scenarios/live-user-stop.toml"),
     ),

@@ -34,6 +34,9 @@ pub enum ServeError {
 
 type Shared = Arc<Mutex<LiveWorld>>;
 
+/// How long a parent's request may wait for its children to catch up in virtual time.
+const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// A running server; [`ServerHandle::stop`] ends it and hands back the world.
 pub struct ServerHandle {
     addr: SocketAddr,
@@ -215,6 +218,26 @@ async fn chat(State(state): State<AppState>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return error(&state, StatusCode::BAD_REQUEST, e.to_string()),
     };
+    // Children run in threads at their own pace: a parent whose next move depends on them
+    // waits (in wall-clock time, never in virtual time) until they are past its clock.
+    let deadline = std::time::Instant::now() + CATCH_UP_LIMIT;
+    loop {
+        let wait = {
+            let mut w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+            w.must_wait(&req)
+        };
+        if !wait {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return error(
+                &state,
+                StatusCode::GATEWAY_TIMEOUT,
+                format!("children did not catch up within {CATCH_UP_LIMIT:?}"),
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
     let answer = {
         let mut w = state.world.lock().unwrap_or_else(|p| p.into_inner());
         w.chat(&req).map(|r| (r, w.reply_id()))

@@ -100,6 +100,17 @@ struct LiveAgent {
     interrupted: bool,
 }
 
+/// Where an agent's background children stand at its virtual time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Children {
+    /// All finished by now.
+    Done,
+    /// One finishes later (its clock is already past now).
+    Running,
+    /// One is behind and still running: it may finish before now or after.
+    Unknown,
+}
+
 /// What a tool call through the tool endpoint returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolAnswer {
@@ -310,12 +321,46 @@ impl LiveWorld {
                 self.agents[a].script.refused_call();
             }
         }
-        let children_done = self.agents[a].children.iter().all(|c| {
-            self.by_name
-                .get(c)
-                .is_some_and(|&i| self.agents[i].finished)
-        });
+        let children_done = self.children_state(a) == Children::Done;
         self.agents[a].script.advance(flagged, children_done);
+    }
+
+    /// Where this agent's background children stand at its own virtual time: a child that
+    /// has not finished but whose clock is still behind may yet finish first.
+    fn children_state(&self, a: usize) -> Children {
+        let now = self.agents[a].clock_us;
+        let mut state = Children::Done;
+        for name in &self.agents[a].children {
+            let (clock, finished) = match self.by_name.get(name) {
+                Some(&c) => (self.agents[c].clock_us, self.agents[c].finished),
+                // Delegated, not yet heard from: it starts at its parent's clock then.
+                None => match self.expected.get(name) {
+                    Some((start, _)) => (*start, false),
+                    None => continue,
+                },
+            };
+            match (finished, clock <= now) {
+                (true, true) => {}
+                (true, false) | (false, false) => return Children::Running,
+                (false, true) => state = Children::Unknown,
+            }
+        }
+        state
+    }
+
+    /// Whether a request must wait for children to catch up in virtual time before it is
+    /// answered: the agent's step repeats until its children are done, and some child is
+    /// behind the agent's clock and still running (threads run at their own pace).
+    pub fn must_wait(&mut self, req: &ChatRequest) -> bool {
+        if self.is_approval(req) {
+            return false;
+        }
+        let Ok(a) = self.agent_of(req) else {
+            return false;
+        };
+        !self.agents[a].round.is_empty()
+            && self.agents[a].script.waits_for_children()
+            && self.children_state(a) == Children::Unknown
     }
 
     fn summary_reply(&mut self, a: usize) -> ChatReply {

@@ -310,6 +310,14 @@ impl<'s> ScriptedAgent<'s> {
         }
     }
 
+    /// Whether the step of the last reply repeats until this agent's background children are
+    /// done (what it does next depends on where they are).
+    pub fn waits_for_children(&self) -> bool {
+        self.reply_step
+            .and_then(|i| self.steps().get(i))
+            .is_some_and(|s| s.until == Some(Until::ChildrenDone))
+    }
+
     /// The summary call at the end of a turn whose budget ran out.
     pub fn summary(&mut self) -> SummaryCall {
         let model = self.model;
