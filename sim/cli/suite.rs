@@ -76,6 +76,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-mixed-batch.toml"),
     ),
     (
+        "live-nested-delegation",
+        include_str!("../../scenarios/live-nested-delegation.toml"),
+    ),
+    (
         "live-repeated-batch",
         include_str!("../../scenarios/live-repeated-batch.toml"),
     ),

@@ -116,8 +116,26 @@ impl LiveWorld {
         if let Some(i) = self.issued.get_mut(&id) {
             i.executed = true;
         }
-        let failed = serde_json::from_str::<serde_json::Value>(result)
-            .is_ok_and(|r| r.get("error").is_some_and(|e| !e.is_null()));
+        let parsed = serde_json::from_str::<serde_json::Value>(result).ok();
+        let failed = parsed
+            .as_ref()
+            .is_some_and(|r| r.get("error").is_some_and(|e| !e.is_null()));
+        let background = parsed.as_ref().is_some_and(|r| {
+            r.get("mode").and_then(serde_json::Value::as_str) == Some("background")
+        });
+        if !failed && !background {
+            // A synchronous delegation came back with its children's results: the agent
+            // waited for the last of them, and their reports join its context.
+            let done = names
+                .iter()
+                .filter_map(|n| self.by_name.get(n))
+                .map(|&c| self.agents[c].clock_us)
+                .max()
+                .unwrap_or(0);
+            let ag = &mut self.agents[a];
+            ag.clock_us = ag.clock_us.max(done);
+            ag.script.children_reported(names.len());
+        }
         let mut e = self.event(a, "tool_call");
         e.call = Some(self.agents[a].calls);
         e.tool = Some("delegate_task".into());
@@ -127,7 +145,7 @@ impl LiveWorld {
         e.failed = Some(failed);
         e.latency_us = Some(0);
         self.events.push(e);
-        if !failed {
+        if !failed && background {
             self.agents[a].batches.push((names, false));
         }
         Ok(())

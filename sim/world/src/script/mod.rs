@@ -363,11 +363,24 @@ impl<'s> ScriptedAgent<'s> {
         let names: Vec<String> = (0..tasks)
             .map(|i| child_name(&self.name, child_spec, first + i + 1))
             .collect();
+        // A child whose own script delegates is asked for as an orchestrator: Hermes gives a
+        // child the delegation tool only in that role (tools/delegate_tool.py).
+        let spec = &self.file.agents[child_spec];
+        let orchestrator = spec
+            .script
+            .iter()
+            .chain(&spec.on_result)
+            .any(|s| s.delegate.is_some());
         let goals: Vec<serde_json::Value> = names
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                serde_json::json!({ "goal": format!("{child_spec} task {} {}", i + 1, agent_tag(n)) })
+                let goal = format!("{child_spec} task {} {}", i + 1, agent_tag(n));
+                if orchestrator {
+                    serde_json::json!({ "goal": goal, "role": "orchestrator" })
+                } else {
+                    serde_json::json!({ "goal": goal })
+                }
             })
             .collect();
         let args = json::parse(serde_json::json!({ "tasks": goals }).to_string().as_bytes())
