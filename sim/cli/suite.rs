@@ -80,6 +80,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-nested-delegation.toml"),
     ),
     (
+        "live-recorded-stop",
+        include_str!("../../scenarios/live-recorded-stop.toml"),
+    ),
+    (
         "live-repeated-batch",
         include_str!("../../scenarios/live-repeated-batch.toml"),
     ),

@@ -507,11 +507,25 @@ impl LiveWorld {
         e.failed = Some(run.failed);
         e.latency_us = Some(run.dur.0);
         self.events.push(e);
+        // The recorded user's stop after this round, once its last call has run.
+        let round_done = self.agents[a]
+            .round
+            .iter()
+            .all(|id| self.issued.get(id).is_some_and(|i| i.executed));
+        let recorded_stop = round_done
+            && self.agents[a]
+                .script
+                .user_stop_after_round(self.children_state(a) == Children::Done)
+                == Some(true);
         let ag = &mut self.agents[a];
-        let interrupt =
+        // The human's stop comes once, when the parent's clock crosses it.
+        let human_stop =
             a == 0 && !ag.interrupted && self.interrupt_at_us.is_some_and(|t| ag.clock_us >= t);
-        if interrupt {
+        if human_stop {
             ag.interrupted = true;
+        }
+        let interrupt = human_stop || (a == 0 && recorded_stop);
+        if interrupt {
             let e = self.event(a, "interrupt");
             self.events.push(e);
         }

@@ -310,6 +310,29 @@ impl<'s> ScriptedAgent<'s> {
         }
     }
 
+    /// Whether the user's recorded stop (`user_stop`) comes right after the round of the last
+    /// reply, as far as that is known before the round's results are read: `None` when it
+    /// depends on whether the model heeds a warning in them.
+    pub fn user_stop_after_round(&self, children_done: bool) -> Option<bool> {
+        let Some(i) = self.reply_step else {
+            return Some(false);
+        };
+        let steps = self.steps();
+        let step = &steps[i];
+        let advances = match step.until {
+            None => self.rep + 1 >= step.times,
+            Some(Until::Stopped) => false,
+            Some(Until::ChildrenDone) => children_done,
+        };
+        let stop_at = |k: usize| steps.get(k).is_some_and(|s| s.user_stop);
+        let plain = stop_at(if advances { i + 1 } else { i });
+        let heed_possible = *self.model.heed_probability.get_ref() > 0.0;
+        if heed_possible && plain != stop_at(i + 1) {
+            return None;
+        }
+        Some(plain)
+    }
+
     /// Whether the step of the last reply repeats until this agent's background children are
     /// done (what it does next depends on where they are).
     pub fn waits_for_children(&self) -> bool {
