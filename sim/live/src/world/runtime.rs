@@ -126,15 +126,7 @@ impl LiveWorld {
         if !failed && !background {
             // A synchronous delegation came back with its children's results: the agent
             // waited for the last of them, and their reports join its context.
-            let done = names
-                .iter()
-                .filter_map(|n| self.by_name.get(n))
-                .map(|&c| self.agents[c].clock_us)
-                .max()
-                .unwrap_or(0);
-            let ag = &mut self.agents[a];
-            ag.clock_us = ag.clock_us.max(done);
-            ag.script.children_reported(names.len());
+            self.children_report(a, &names);
         }
         let mut e = self.event(a, "tool_call");
         e.call = Some(self.agents[a].calls);
@@ -163,6 +155,12 @@ impl LiveWorld {
         };
         self.agents[a].batches[k].1 = true;
         let names = self.agents[a].batches[k].0.clone();
+        self.children_report(a, &names);
+    }
+
+    /// Children's results reach agent `a`: not before the last of them finished, and each
+    /// child's report joins its context.
+    fn children_report(&mut self, a: usize, names: &[String]) {
         let done = names
             .iter()
             .filter_map(|n| self.by_name.get(n))
