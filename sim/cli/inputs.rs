@@ -159,24 +159,32 @@ fn wrong_port() -> Result<Option<loopsim_world::sim::WrongPort>> {
     }
 }
 
+/// The Python to use: the one given after `=`, else `$ENV_VAR`, else the project's
+/// `target/VENV` if it exists, else `python3`.
+pub fn python_for(given: Option<&str>, env_var: &str, venv: &str) -> PathBuf {
+    given
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(env_var).map(PathBuf::from))
+        .unwrap_or_else(|| {
+            let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("target")
+                .join(venv)
+                .join("bin/python");
+            if venv.exists() {
+                venv
+            } else {
+                PathBuf::from("python3")
+            }
+        })
+}
+
 /// `builtin`, `hermes-python` or `hermes-python=PYTHON`.
 pub fn parse_engine(s: &str) -> Result<EngineChoice> {
     let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
     match name {
         "builtin" if python.is_none() => Ok(EngineChoice::Builtin),
         "hermes-python" => {
-            let python = python
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("LOOPSIM_PYTHON").map(PathBuf::from))
-                .unwrap_or_else(|| {
-                    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                        .join("target/hermes-venv/bin/python");
-                    if venv.exists() {
-                        venv
-                    } else {
-                        PathBuf::from("python3")
-                    }
-                });
+            let python = python_for(python, "LOOPSIM_PYTHON", "hermes-venv");
             let adapter = std::env::var_os("LOOPSIM_HERMES_ADAPTER")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| {

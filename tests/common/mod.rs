@@ -103,7 +103,12 @@ pub fn hermes_python() -> Result<PathBuf, String> {
 /// The Python with Hermes, or `None` after a loud skip message (a failure when
 /// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
 pub fn hermes_python_or_skip(what: &str) -> Option<PathBuf> {
-    match hermes_python() {
+    or_skip(what, hermes_python())
+}
+
+/// A Python, or `None` after a loud skip message (a panic when `LOOPSIM_REQUIRE_HERMES=1`).
+fn or_skip(what: &str, python: Result<PathBuf, String>) -> Option<PathBuf> {
+    match python {
         Ok(py) => Some(py),
         Err(why) => {
             if std::env::var("LOOPSIM_REQUIRE_HERMES").is_ok_and(|v| v == "1") {
@@ -166,14 +171,5 @@ pub fn hermes_live_python() -> Result<PathBuf, String> {
 /// The live Python, or `None` after a loud skip message (a failure when
 /// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
 pub fn hermes_live_python_or_skip(what: &str) -> Option<PathBuf> {
-    match hermes_live_python() {
-        Ok(py) => Some(py),
-        Err(why) => {
-            if std::env::var("LOOPSIM_REQUIRE_HERMES").is_ok_and(|v| v == "1") {
-                panic!("{what} must run here: {why}");
-            }
-            eprintln!("\n!!!!!!!!\n!!! SKIPPED {what}: {why}\n!!!!!!!!\n");
-            None
-        }
-    }
+    or_skip(what, hermes_live_python())
 }

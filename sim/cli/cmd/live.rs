@@ -31,18 +31,11 @@ pub fn parse_runtime(s: &str) -> Result<PathBuf> {
     if python == Some("") {
         bail!("--runtime `{s}`: the Python after `=` is empty");
     }
-    Ok(python
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("LOOPSIM_LIVE_PYTHON").map(PathBuf::from))
-        .unwrap_or_else(|| {
-            let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("target/hermes-live-venv/bin/python");
-            if venv.exists() {
-                venv
-            } else {
-                PathBuf::from("python3")
-            }
-        }))
+    Ok(inputs::python_for(
+        python,
+        "LOOPSIM_LIVE_PYTHON",
+        "hermes-live-venv",
+    ))
 }
 
 /// One scenario through the real loop and through the simulation, with both traces.
