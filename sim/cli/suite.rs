@@ -56,6 +56,62 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/healthy-research-40-searches.toml"),
     ),
     (
+        "incident-100849-telegram-replays",
+        include_str!("../../scenarios/incident-100849-telegram-replays.toml"),
+    ),
+    (
+        "incident-112535-identical-terminal",
+        include_str!("../../scenarios/incident-112535-identical-terminal.toml"),
+    ),
+    (
+        "incident-115193-execute-code-probe",
+        include_str!("../../scenarios/incident-115193-execute-code-probe.toml"),
+    ),
+    (
+        "incident-17327-process-poll",
+        include_str!("../../scenarios/incident-17327-process-poll.toml"),
+    ),
+    (
+        "incident-2873-shared-budget",
+        include_str!("../../scenarios/incident-2873-shared-budget.toml"),
+    ),
+    (
+        "incident-37911-memory-signal",
+        include_str!("../../scenarios/incident-37911-memory-signal.toml"),
+    ),
+    (
+        "incident-52868-async-pool-full",
+        include_str!("../../scenarios/incident-52868-async-pool-full.toml"),
+    ),
+    (
+        "incident-64927-qqbot-terminal",
+        include_str!("../../scenarios/incident-64927-qqbot-terminal.toml"),
+    ),
+    (
+        "incident-67829-memory-no-action",
+        include_str!("../../scenarios/incident-67829-memory-no-action.toml"),
+    ),
+    (
+        "incident-75569-process-wait",
+        include_str!("../../scenarios/incident-75569-process-wait.toml"),
+    ),
+    (
+        "incident-85233-fan-out-tokens",
+        include_str!("../../scenarios/incident-85233-fan-out-tokens.toml"),
+    ),
+    (
+        "incident-89069-feishu-terminal",
+        include_str!("../../scenarios/incident-89069-feishu-terminal.toml"),
+    ),
+    (
+        "incident-94855-memory-oscillation",
+        include_str!("../../scenarios/incident-94855-memory-oscillation.toml"),
+    ),
+    (
+        "incident-96247-tool-search-context",
+        include_str!("../../scenarios/incident-96247-tool-search-context.toml"),
+    ),
+    (
         "live-delegation",
         include_str!("../../scenarios/live-delegation.toml"),
     ),

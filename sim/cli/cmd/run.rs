@@ -158,30 +158,20 @@ pub fn run(a: Args<'_>) -> Result<()> {
         ));
     }
     // Expectations are checked for every engine `loopsim check` checks them under (the
-    // scenario's profile and those its [expect] lists, with any config file), so a check's
-    // rerun line shows the failure; another profile or platform is a what-if.
-    let listed = |p: ProfileName| {
-        p == sc.profile
-            || sc
-                .file
-                .expect
-                .profiles
-                .iter()
-                .any(|q| q.get_ref() == p.as_str())
-    };
-    let what_if = match (a.engine.platform.as_ref(), a.engine.profile) {
-        (Some(p), _) => Some(format!("--platform {p}")),
-        (None, Some(p)) if sc.file.recorded || !listed(p) => Some(format!("--profile {p}")),
-        _ => None,
-    };
-    let verdicts = if what_if.is_some() {
-        vec![]
-    } else {
-        loopsim_report::check::verdicts(&sc, &runs[0].1)
-    };
-    if let Some(why) = &what_if
-        && !loopsim_report::check::verdicts(&sc, &runs[0].1).is_empty()
-    {
+    // scenario's profile and those its [expect] lists or has an [expect.under] block for,
+    // with any config file), so a check's rerun line shows the failure; any other profile or
+    // platform is a what-if.
+    let block =
+        loopsim_report::check::block_for(&sc, a.engine.profile, a.engine.platform.as_deref());
+    let verdicts = block.map_or_else(Vec::new, |b| {
+        loopsim_report::check::block_verdicts(&sc, b, &runs[0].1)
+    });
+    if block.is_none() && !loopsim_report::check::verdicts(&sc, &runs[0].1).is_empty() {
+        let why = match (a.engine.platform.as_ref(), a.engine.profile) {
+            (Some(p), _) => format!("--platform {p}"),
+            (None, Some(p)) => format!("--profile {p}"),
+            (None, None) => unreachable!("the scenario as written has its block"),
+        };
         crate::out::warn(format!(
             "expectations not checked: {why} makes this a what-if (`loopsim check` does not run the scenario that way)"
         ));

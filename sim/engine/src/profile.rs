@@ -94,6 +94,11 @@ impl Profile {
             grace: GraceMode::SummaryCall,
             refund_extends_call_cap: false,
             dedupe_identical_calls: true,
+            names_context_exhaustion: false,
+        };
+        let newest_turn = TurnRules {
+            names_context_exhaustion: true,
+            ..summary
         };
         let v0_19 = Profile {
             name,
@@ -112,6 +117,7 @@ impl Profile {
                     grace: GraceMode::ExtraToolsFreeCall,
                     refund_extends_call_cap: true,
                     dedupe_identical_calls: false,
+                    names_context_exhaustion: false,
                 },
                 child_timeout_secs: Some(600.0),
                 background_delegation: false,
@@ -120,6 +126,7 @@ impl Profile {
             ProfileName::Hermes0_19_0 => v0_19,
             ProfileName::HermesV0_21_5 => Profile {
                 max_iterations: UNLIMITED,
+                turn: newest_turn,
                 max_turns_parsing: MaxTurnsParsing::ResolveTurnLimit,
                 guardrails: GuardrailRules {
                     result_hashing: ResultHashing::Plain,
@@ -129,6 +136,7 @@ impl Profile {
             },
             ProfileName::HermesMain => Profile {
                 max_iterations: UNLIMITED,
+                turn: newest_turn,
                 max_turns_parsing: MaxTurnsParsing::ResolveTurnLimit,
                 guardrails: GuardrailRules::NEWEST,
                 ..v0_19

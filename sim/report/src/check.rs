@@ -41,10 +41,42 @@ impl Case {
     }
 }
 
-/// The expectations of a scenario's run: its `[expect]` block, and for a `healthy` scenario
-/// that says nothing about stops, that it finished without one (what the label means).
+/// The expectations of a scenario's run: its `[expect]` block (or, for a run under another
+/// profile, that profile's `[expect.under]` block), and for a `healthy` scenario that says
+/// nothing about stops, that it finished without one (what the label means).
 pub fn verdicts(sc: &Scenario, summary: &loopsim_world::sim::RunSummary) -> Vec<Verdict> {
-    let mut expect = sc.file.expect.clone();
+    block_verdicts(sc, &sc.file.expect, summary)
+}
+
+/// The block of expectations a run of the scenario with these overrides is checked against:
+/// `[expect]` for the scenario as written and the profiles it lists, an `[expect.under]`
+/// entry for its key (`PROFILE` or `PROFILE@PLATFORM`), none for any other what-if.
+pub fn block_for<'a>(
+    sc: &'a Scenario,
+    profile: Option<ProfileName>,
+    platform: Option<&str>,
+) -> Option<&'a loopsim_world::scenario::Expect> {
+    let e = &sc.file.expect;
+    let p = profile.unwrap_or(sc.profile);
+    if let Some(platform) = platform {
+        return e.under.get(&format!("{p}@{platform}"));
+    }
+    let listed = e.profiles.iter().any(|q| q.get_ref() == p.as_str());
+    match profile {
+        None => Some(e),
+        Some(_) if sc.file.recorded => e.under.get(p.as_str()),
+        Some(_) if p == sc.profile || listed => Some(e),
+        Some(_) => e.under.get(p.as_str()),
+    }
+}
+
+/// A block's verdicts for one run (see [`verdicts`]).
+pub fn block_verdicts(
+    sc: &Scenario,
+    block: &loopsim_world::scenario::Expect,
+    summary: &loopsim_world::sim::RunSummary,
+) -> Vec<Verdict> {
+    let mut expect = block.clone();
     if sc.file.label == loopsim_world::scenario::Label::Healthy
         && expect.no_hard_stop.is_none()
         && expect.stop_code.is_none()
@@ -64,27 +96,63 @@ pub struct CheckError {
     pub message: String,
 }
 
-/// What to run for a scenario: its `[expect] seeds` and `profiles`, or its own.
-fn matrix(sc: &Scenario) -> Vec<(u64, ProfileName)> {
-    let seeds = if sc.file.expect.seeds.is_empty() {
+/// One run `loopsim check` makes of a scenario.
+struct Job<'a> {
+    sc: &'a Scenario,
+    seed: u64,
+    profile: ProfileName,
+    /// Another platform than the scenario's (an `[expect.under]` key's `@PLATFORM`).
+    platform: Option<&'a str>,
+    /// The block it is checked against; its `[expect.under]` key, if any.
+    expect: &'a loopsim_world::scenario::Expect,
+    under: Option<&'a str>,
+}
+
+/// What to run for a scenario: its `[expect] seeds` and `profiles` (or its own), then each
+/// `[expect.under]` entry over the same seeds.
+fn matrix(sc: &Scenario) -> Vec<Job<'_>> {
+    let e = &sc.file.expect;
+    let seeds = if e.seeds.is_empty() {
         vec![sc.file.seed]
     } else {
-        sc.file.expect.seeds.clone()
+        e.seeds.clone()
     };
-    let profiles: Vec<ProfileName> = if sc.file.expect.profiles.is_empty() {
+    let profiles: Vec<ProfileName> = if e.profiles.is_empty() {
         vec![sc.profile]
     } else {
-        sc.file
-            .expect
-            .profiles
+        e.profiles
             .iter()
             .filter_map(|p| p.get_ref().parse().ok())
             .collect()
     };
-    profiles
-        .iter()
-        .flat_map(|p| seeds.iter().map(move |s| (*s, *p)))
-        .collect()
+    let mut jobs = Vec::new();
+    for profile in profiles {
+        for &seed in &seeds {
+            jobs.push(Job {
+                sc,
+                seed,
+                profile,
+                platform: None,
+                expect: e,
+                under: None,
+            });
+        }
+    }
+    for (key, block) in &e.under {
+        let (p, platform) = loopsim_world::scenario::under_key(key);
+        let Ok(profile) = p.parse() else { continue };
+        for &seed in &seeds {
+            jobs.push(Job {
+                sc,
+                seed,
+                profile,
+                platform,
+                expect: block,
+                under: Some(key),
+            });
+        }
+    }
+    jobs
 }
 
 /// Runs every case (in parallel; results in a fixed order: scenario, profile, seed), with a
@@ -93,29 +161,34 @@ pub fn run_checks(
     scenarios: &[Scenario],
     config: Option<&std::sync::Arc<loopsim_world::user_config::UserConfig>>,
 ) -> Result<Vec<Case>, CheckError> {
-    let jobs: Vec<(&Scenario, u64, ProfileName)> = scenarios
-        .iter()
-        .flat_map(|sc| matrix(sc).into_iter().map(move |(s, p)| (sc, s, p)))
-        .collect();
+    let jobs: Vec<Job<'_>> = scenarios.iter().flat_map(matrix).collect();
     jobs.par_iter()
-        .map(|&(sc, seed, profile)| {
+        .map(|job| {
+            let (sc, seed, profile) = (job.sc, job.seed, job.profile);
             let opts = RunOptions {
                 seed: Some(seed),
                 // The scenario's own profile is the scenario as written (for an imported
                 // session, its recorded decisions).
-                profile: (profile != sc.profile).then_some(profile),
+                profile: (profile != sc.profile || job.platform.is_some()).then_some(profile),
+                platform: job.platform.map(str::to_string),
                 config: config.cloned(),
                 ..RunOptions::default()
             };
+            let shown = job
+                .under
+                .map_or_else(|| profile.to_string(), str::to_string);
             let summary = run(sc, &opts, TraceWriter::hash_only()).map_err(|e| CheckError {
                 path: sc.path.clone(),
                 seed,
-                profile: profile.to_string(),
+                profile: shown.clone(),
                 message: e.to_string(),
             })?;
             let mut rerun = format!("loopsim run {} --seed {seed}", quote(&sc.path));
-            if profile != sc.profile {
+            if opts.profile.is_some() {
                 rerun += &format!(" --profile {profile}");
+            }
+            if let Some(p) = job.platform {
+                rerun += &format!(" --platform {}", quote(p));
             }
             if let Some(c) = config {
                 rerun += &format!(" --config {}", quote(&c.file));
@@ -125,8 +198,8 @@ pub fn run_checks(
                 path: sc.path.clone(),
                 scenario_hash: sc.content_hash.hex(),
                 seed,
-                profile: profile.to_string(),
-                verdicts: verdicts(sc, &summary),
+                profile: shown,
+                verdicts: block_verdicts(sc, job.expect, &summary),
                 metrics: RunMetrics::from_summary(&summary, ""),
                 rerun,
             })
@@ -616,7 +689,7 @@ mod tests {
             seed: 1,
             profile: "hermes-main".into(),
             verdicts: vec![Verdict {
-                key: "exit_reason",
+                key: "exit_reason".into(),
                 expected: "x & y".into(),
                 actual: "z".into(),
                 pass,

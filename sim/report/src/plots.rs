@@ -535,6 +535,8 @@ mod tests {
             wait_us: 0,
             last_activity_us: 0,
             series: Some(series),
+            tool_calls: Default::default(),
+            stubs: 0,
         }
     }
 

@@ -127,6 +127,14 @@ fn push_step(calls: &mut Vec<RecordedCall>, step: &Step) {
             calls.push(recorded_call(c));
         }
     }
+    // A cycle's replies are taken in turn, one per model call.
+    for k in 0..step.times as usize {
+        if let Some(entry) = step.cycle.get(k % step.cycle.len().max(1)) {
+            for c in &entry.calls {
+                calls.push(recorded_call(c));
+            }
+        }
+    }
 }
 
 impl GuardrailEngine for RecordedGuard {

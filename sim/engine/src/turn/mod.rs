@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::budget::IterationBudget;
 
 pub mod batch;
+pub mod compression;
 mod exit;
 pub use exit::{ExitReason, FailureMapping, FinishReason};
 
@@ -34,6 +35,9 @@ pub struct TurnRules {
     /// Identical calls in one reply run once ([`batch::kept_calls`]; Hermes does, the
     /// article's loop does not).
     pub dedupe_identical_calls: bool,
+    /// A turn that dies of its context says so (`context_compression_exhausted`); 0.19.0
+    /// returns before it names a reason (`unknown`).
+    pub names_context_exhaustion: bool,
 }
 
 /// What the runtime should do next in the loop.
@@ -263,6 +267,17 @@ impl TurnGovernor {
         self.failed = true;
     }
 
+    /// The context outgrew the model's window with no compression left this turn
+    /// ([`compression::Gate::Exhausted`]): the turn fails.
+    pub fn context_exhausted(&mut self) {
+        self.exit = if self.rules.names_context_exhaustion {
+            ExitReason::ContextCompressionExhausted
+        } else {
+            ExitReason::Unknown
+        };
+        self.failed = true;
+    }
+
     /// The user interrupted during a model call.
     pub fn interrupted_during_call(&mut self) {
         self.exit = ExitReason::InterruptedDuringApiCall;
@@ -326,6 +341,7 @@ mod tests {
         grace: GraceMode::SummaryCall,
         refund_extends_call_cap: false,
         dedupe_identical_calls: true,
+        names_context_exhaustion: true,
     };
 
     fn run_tools(g: &mut TurnGovernor, tool: &str) -> u64 {
@@ -366,6 +382,7 @@ mod tests {
             grace: GraceMode::ExtraToolsFreeCall,
             refund_extends_call_cap: true,
             dedupe_identical_calls: false,
+            names_context_exhaustion: true,
         };
         let mut g = TurnGovernor::new(rules, 5);
         for _ in 0..3 {
@@ -498,6 +515,7 @@ mod empty_reply_tests {
         grace: GraceMode::SummaryCall,
         refund_extends_call_cap: false,
         dedupe_identical_calls: true,
+        names_context_exhaustion: true,
     };
 
     /// Runs replies through a turn: `e` empty, `t` a tool round, `x` text. Returns the calls

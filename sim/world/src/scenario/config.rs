@@ -22,6 +22,13 @@ impl Scenario {
                 .iter()
                 .filter_map(|p| p.get_ref().parse::<ProfileName>().ok()),
         );
+        profiles.extend(
+            self.file
+                .expect
+                .under
+                .keys()
+                .filter_map(|k| super::under_key(k).0.parse::<ProfileName>().ok()),
+        );
         let at = |line: usize, key: &str, message: String| ScenarioError {
             file: l.file.to_string(),
             line,

@@ -176,6 +176,9 @@ pub struct ModelSpec {
     /// For auxiliary models: input tokens per call (main models use the agent's context).
     #[serde(default)]
     pub input_tokens: u64,
+    /// The model's context window in tokens: Hermes compresses the context as it nears it,
+    /// and a turn whose context no longer fits dies of it. None: the context never fills.
+    pub context_window: Option<Spanned<u64>>,
 }
 
 /// A fake tool.
@@ -315,6 +318,17 @@ pub struct Step {
     /// Weighted random choice among sub-steps (each `{ weight = w, ... }` one call).
     #[serde(default)]
     pub choose: Vec<Choice>,
+    /// Replies taken in turn, one per model call (`times = 6` over two entries: A, B, A, B,
+    /// A, B): a model that oscillates.
+    #[serde(default)]
+    pub cycle: Vec<CycleEntry>,
+}
+
+/// One reply of a `cycle` step.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CycleEntry {
+    pub calls: Vec<CallSpec>,
 }
 
 fn one() -> u32 {
@@ -384,12 +398,69 @@ pub struct Expect {
     /// How many children were started, and how many hit the child timeout.
     pub spawned_children: Option<u64>,
     pub timed_out_children: Option<u64>,
+    /// The parent's first guardrail stop came at exactly this model call.
+    pub stop_call: Option<u64>,
+    /// The parent's first warning or notice came at exactly this model call.
+    pub first_warning_call: Option<u64>,
+    /// Outcome figures a report gave (an issue thread, a ledger), each to be reproduced within
+    /// the block's tolerance.
+    pub figures: Option<Figures>,
     /// `loopsim check` runs the expectations for each of these seeds (default: `seed`).
     #[serde(default)]
     pub seeds: Vec<u64>,
     /// ... and each of these profiles (default: `profile`).
     #[serde(default)]
     pub profiles: Vec<Spanned<String>>,
+    /// Other expectations for the same scenario under another profile (`"hermes-main"`), or
+    /// another profile on another platform (`"hermes-main@cron"`): what a newer version does
+    /// to the same behaviour.
+    #[serde(default)]
+    pub under: BTreeMap<String, Expect>,
+}
+
+/// Reported outcome figures. A run reproduces one when it lands within `tolerance` (a share,
+/// default 0.05) of it.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figures {
+    pub tolerance: Option<f64>,
+    /// The parent's model calls (its summary call included).
+    pub parent_calls: Option<f64>,
+    /// Every agent's model calls.
+    pub calls: Option<f64>,
+    /// The children's model calls.
+    pub child_calls: Option<f64>,
+    /// The run's virtual duration.
+    pub minutes: Option<f64>,
+    /// Prompt tokens of every agent, cache reads included.
+    pub input_tokens: Option<f64>,
+    pub cache_read_tokens: Option<f64>,
+    /// Prompt tokens not read from the cache.
+    pub fresh_input_tokens: Option<f64>,
+    pub output_tokens: Option<f64>,
+    /// Dollars, auxiliary models included.
+    pub cost_usd: Option<f64>,
+    /// Children started.
+    pub children: Option<f64>,
+    /// Guardrail warnings in every agent (notices not included).
+    pub warnings: Option<f64>,
+    /// Results replaced by the identical-result stub, in every agent.
+    pub stubs: Option<f64>,
+    /// Tool calls the model made, by tool, in every agent (refused ones included).
+    #[serde(default)]
+    pub tool_calls: BTreeMap<String, f64>,
+}
+
+/// An `[expect.under]` key: a profile, and the platform after an `@` when one is named.
+pub fn under_key(key: &str) -> (&str, Option<&str>) {
+    match key.split_once('@') {
+        Some((p, platform)) => (p, Some(platform)),
+        None => (key, None),
+    }
+}
+
+impl Figures {
+    pub const DEFAULT_TOLERANCE: f64 = 0.05;
 }
 
 /// The file as written.

@@ -6,7 +6,7 @@ use loopsim_engine::profile::ProfileName;
 use loopsim_engine::turn::ExitReason;
 use toml::Spanned;
 
-use super::{CallSpec, Dist, Lines, Scenario, ScenarioError, Step};
+use super::{CallSpec, Dist, Expect, Lines, Scenario, ScenarioError, Step};
 
 /// The most children one `delegate` step may ask for.
 pub const MAX_TASKS: u32 = 10_000;
@@ -40,6 +40,28 @@ impl Scenario {
                 &m.empty_reply_probability,
                 &format!("models.{name}.empty_reply_probability"),
             )?;
+            if let Some(w) = &m.context_window {
+                let w = *w.get_ref();
+                if w < 1_000 {
+                    return l.err(
+                        &format!("models.{name}.context_window"),
+                        format!("{w} tokens is not a model's window (at least 1,000)"),
+                    );
+                }
+                if let Some((agent, a)) = f
+                    .agents
+                    .iter()
+                    .find(|(_, a)| a.model.get_ref() == name && a.context_tokens >= w)
+                {
+                    return l.err(
+                        &format!("agents.{agent}.context_tokens"),
+                        format!(
+                            "{} tokens at the start do not fit model `{name}`'s window of {w}",
+                            a.context_tokens
+                        ),
+                    );
+                }
+            }
             for (k, p) in [
                 ("input", m.price.input),
                 ("cache_read", m.price.cache_read),
@@ -185,13 +207,14 @@ impl Scenario {
             step.answer.is_some(),
             step.delegate.is_some(),
             !step.choose.is_empty(),
+            !step.cycle.is_empty(),
             step.context_too_small,
             step.user_stop,
         ];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return l.err(
                 key,
-                "a step needs exactly one of calls, answer, delegate, choose, context_too_small, user_stop");
+                "a step needs exactly one of calls, answer, delegate, choose, cycle, context_too_small, user_stop");
         }
         if step.user_stop && (step.times != 1 || step.until.is_some()) {
             return l.err(key, "a user_stop step cannot repeat (times, until)");
@@ -292,6 +315,15 @@ impl Scenario {
             }
             check_calls(&c.calls, &format!("{key}.choose[{j}]"))?;
         }
+        for (j, c) in step.cycle.iter().enumerate() {
+            if c.calls.is_empty() {
+                return l.err(
+                    &format!("{key}.cycle[{j}].calls"),
+                    "a cycle entry needs at least one call",
+                );
+            }
+            check_calls(&c.calls, &format!("{key}.cycle[{j}]"))?;
+        }
         if let Some(d) = &step.delegate {
             if !f.agents.contains_key(d.get_ref()) || d.get_ref() == "parent" {
                 return l.err(
@@ -318,71 +350,35 @@ impl Scenario {
     /// `[expect]` values are ones a run can produce, and one step at most marks the loop.
     pub(super) fn validate_expect(&self, l: &Lines<'_>) -> Result<(), ScenarioError> {
         let e = &self.file.expect;
-        if let Some(r) = &e.exit_reason
-            && ExitReason::parse(r).is_none()
-        {
-            let names = ExitReason::FORMS
-                .iter()
-                .map(|f| f.split('(').next().unwrap_or(f));
-            let base = r.split('(').next().unwrap_or(r);
-            let hint = loopsim_engine::config::keys::nearest(base, names)
-                .and_then(|n| ExitReason::FORMS.iter().find(|f| f.starts_with(n)))
-                .map(|f| {
-                    if f.contains("N/M") || f.contains("...") {
-                        format!(" (its form is `{f}`, with the run's figures filled in)")
-                    } else {
-                        format!(" (did you mean `{f}`?)")
-                    }
-                })
-                .unwrap_or_default();
-            return l.err(
-                "expect.exit_reason",
-                format!(
-                    "`{r}` is not an exit reason Hermes prints{hint}; `loopsim codes` lists them"
-                ),
-            );
-        }
-        if let Some(c) = &e.stop_code {
-            match DecisionCode::parse(c) {
-                Some(code) if code.is_stop() => {}
-                Some(_) => {
-                    return l.err(
-                        "expect.stop_code",
-                        format!("`{c}` is a warning or allow code, not a stop (block or halt)"),
-                    );
-                }
-                None => {
-                    let hint = loopsim_engine::config::keys::nearest(
-                        c,
-                        DecisionCode::ALL.iter().map(|d| d.as_str()),
-                    )
-                    .map(|n| format!(" (did you mean `{n}`?)"))
-                    .unwrap_or_default();
-                    return l.err(
-                        "expect.stop_code",
-                        format!("`{c}` is not a guardrail decision code{hint}; `loopsim codes` lists them"),
-                    );
-                }
+        self.validate_expect_block(e, "expect", l)?;
+        for (key, block) in &e.under {
+            let at = format!("expect.under.{key}");
+            let (profile, platform) = super::under_key(key);
+            if let Err(err) = profile.parse::<ProfileName>() {
+                return l.err(
+                    &at,
+                    format!("`{key}`: {err}; a key is PROFILE or PROFILE@PLATFORM"),
+                );
             }
-        }
-        if e.no_hard_stop == Some(true) && e.stop_code.is_some() {
-            return l.err("expect.stop_code", "contradicts `no_hard_stop = true`");
-        }
-        if let (Some(a), Some(b)) = (e.parent_calls_min, e.parent_calls_max)
-            && a > b
-        {
-            return l.err(
-                "expect.parent_calls_min",
-                format!("{a} is above parent_calls_max {b}"),
-            );
-        }
-        if let Some(c) = e.max_cost_usd
-            && !(c.is_finite() && c >= 0.0)
-        {
-            return l.err(
-                "expect.max_cost_usd",
-                "must be a non-negative number of dollars",
-            );
+            if platform.is_some_and(|p| p.trim().is_empty()) {
+                return l.err(&at, format!("`{key}`: an empty platform after `@`"));
+            }
+            if profile == self.file.profile.get_ref() && platform.is_none() {
+                return l.err(
+                    &at,
+                    "is the scenario's own profile: its expectations go in [expect] itself",
+                );
+            }
+            if !block.under.is_empty() || !block.seeds.is_empty() || !block.profiles.is_empty() {
+                return l.err(
+                    &at,
+                    "takes expectations only (`under`, `seeds` and `profiles` belong to [expect])",
+                );
+            }
+            if let Some(w) = platform.and_then(loopsim_engine::platform::warning) {
+                return l.err(&at, w);
+            }
+            self.validate_expect_block(block, &at, l)?;
         }
         let mut marks = Vec::new();
         for (name, a) in &self.file.agents {
@@ -409,6 +405,138 @@ impl Scenario {
                     marks[0]
                 ),
             );
+        }
+        Ok(())
+    }
+    /// One block of expectations (`[expect]` or one of its `under` entries).
+    fn validate_expect_block(
+        &self,
+        e: &Expect,
+        at: &str,
+        l: &Lines<'_>,
+    ) -> Result<(), ScenarioError> {
+        if let Some(r) = &e.exit_reason
+            && ExitReason::parse(r).is_none()
+        {
+            let names = ExitReason::FORMS
+                .iter()
+                .map(|f| f.split('(').next().unwrap_or(f));
+            let base = r.split('(').next().unwrap_or(r);
+            let hint = loopsim_engine::config::keys::nearest(base, names)
+                .and_then(|n| ExitReason::FORMS.iter().find(|f| f.starts_with(n)))
+                .map(|f| {
+                    if f.contains("N/M") || f.contains("...") {
+                        format!(" (its form is `{f}`, with the run's figures filled in)")
+                    } else {
+                        format!(" (did you mean `{f}`?)")
+                    }
+                })
+                .unwrap_or_default();
+            return l.err(
+                &format!("{at}.exit_reason"),
+                format!(
+                    "`{r}` is not an exit reason Hermes prints{hint}; `loopsim codes` lists them"
+                ),
+            );
+        }
+        if let Some(c) = &e.stop_code {
+            match DecisionCode::parse(c) {
+                Some(code) if code.is_stop() => {}
+                Some(_) => {
+                    return l.err(
+                        &format!("{at}.stop_code"),
+                        format!("`{c}` is a warning or allow code, not a stop (block or halt)"),
+                    );
+                }
+                None => {
+                    let hint = loopsim_engine::config::keys::nearest(
+                        c,
+                        DecisionCode::ALL.iter().map(|d| d.as_str()),
+                    )
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                    return l.err(
+                        &format!("{at}.stop_code"),
+                        format!("`{c}` is not a guardrail decision code{hint}; `loopsim codes` lists them"),
+                    );
+                }
+            }
+        }
+        if e.no_hard_stop == Some(true) && e.stop_code.is_some() {
+            return l.err(
+                &format!("{at}.stop_code"),
+                "contradicts `no_hard_stop = true`",
+            );
+        }
+        if let (Some(a), Some(b)) = (e.parent_calls_min, e.parent_calls_max)
+            && a > b
+        {
+            return l.err(
+                &format!("{at}.parent_calls_min"),
+                format!("{a} is above parent_calls_max {b}"),
+            );
+        }
+        if let Some(c) = e.max_cost_usd
+            && !(c.is_finite() && c >= 0.0)
+        {
+            return l.err(
+                &format!("{at}.max_cost_usd"),
+                "must be a non-negative number of dollars",
+            );
+        }
+        if let Some(f) = &e.figures {
+            let mut values: Vec<(String, f64)> = [
+                ("parent_calls", f.parent_calls),
+                ("calls", f.calls),
+                ("child_calls", f.child_calls),
+                ("warnings", f.warnings),
+                ("stubs", f.stubs),
+                ("minutes", f.minutes),
+                ("input_tokens", f.input_tokens),
+                ("cache_read_tokens", f.cache_read_tokens),
+                ("fresh_input_tokens", f.fresh_input_tokens),
+                ("output_tokens", f.output_tokens),
+                ("cost_usd", f.cost_usd),
+                ("children", f.children),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+            .collect();
+            values.extend(
+                f.tool_calls
+                    .iter()
+                    .map(|(t, v)| (format!("tool_calls.{t}"), *v)),
+            );
+            for (k, v) in values {
+                if !(v.is_finite() && v >= 0.0) {
+                    return l.err(
+                        &format!("{at}.figures.{k}"),
+                        format!("{v} is not a non-negative figure"),
+                    );
+                }
+            }
+            if let Some(t) = f.tolerance
+                && !(t.is_finite() && (0.0..1.0).contains(&t))
+            {
+                return l.err(
+                    &format!("{at}.figures.tolerance"),
+                    format!("{t} is not a share between 0 and 1 (0.05 is 5%)"),
+                );
+            }
+            for tool in f.tool_calls.keys() {
+                if !self.file.tools.contains_key(tool) && tool != "delegate_task" {
+                    let hint = loopsim_engine::config::keys::nearest(
+                        tool,
+                        self.file.tools.keys().map(String::as_str),
+                    )
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                    return l.err(
+                        &format!("{at}.figures.tool_calls.{tool}"),
+                        format!("no tool named `{tool}` in [tools]{hint}"),
+                    );
+                }
+            }
         }
         Ok(())
     }

@@ -36,6 +36,7 @@
 
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::{self, Value};
+use loopsim_engine::turn::compression::{Compression, Gate};
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
 
@@ -51,6 +52,28 @@ pub use tools::{ApprovalCall, ToolRun, render_result};
 pub const REFUSED_RESULT_TOKENS: u64 = 60;
 /// Context tokens each child's report adds to its parent's context.
 pub const CHILD_REPORT_TOKENS: u64 = 300;
+
+/// What the check before a model call decided ([`ScriptedAgent::context_gate`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ContextGate {
+    Send,
+    /// The context was compressed first, by this summary call.
+    Compressed(CompressionCall),
+    /// The context no longer fits the window: the turn dies of it.
+    Exhausted,
+}
+
+/// One compression: its summary call and the context before and after.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompressionCall {
+    /// 1 for the turn's first compression.
+    pub attempt: u32,
+    pub before: u64,
+    pub after: u64,
+    pub latency: Duration,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
 
 /// What the model's reply is at one call.
 #[derive(Clone, Copy, Debug)]
@@ -106,6 +129,12 @@ pub struct ScriptedAgent<'s> {
     /// The step of the last reply (none: it did not come from a step).
     reply_step: Option<usize>,
     context: u64,
+    /// Compressions this turn, and whether the prompt cache was lost by the last one.
+    compressions: u32,
+    cold_cache: bool,
+    /// Draws for compression's summary calls (a stream of their own, so a scenario without
+    /// a context window draws exactly what it did before).
+    compression_rng: ChaCha8Rng,
     tools: tools::Tools,
     /// Tasks this agent has delegated so far (its children's names count on from it).
     delegated: u32,
@@ -128,6 +157,9 @@ impl<'s> ScriptedAgent<'s> {
             rep: 0,
             reply_step: None,
             context: spec.context_tokens,
+            compressions: 0,
+            cold_cache: false,
+            compression_rng: stream(seed, &format!("agent:{name}/compression")),
             delegated: 0,
         }
     }
@@ -159,6 +191,50 @@ impl<'s> ScriptedAgent<'s> {
         self.on_result = on_result;
         self.step = 0;
         self.rep = 0;
+        self.compressions = 0;
+    }
+
+    /// Hermes's check before a model call: compress the context if it nears the model's
+    /// window ([`Compression::gate`]), or give up when it no longer fits.
+    pub fn context_gate(&mut self) -> ContextGate {
+        let Some(window) = self.model.context_window.as_ref().map(|w| *w.get_ref()) else {
+            return ContextGate::Send;
+        };
+        let rules = Compression::default();
+        match rules.gate(
+            window,
+            self.context,
+            self.spec.context_tokens,
+            self.compressions,
+        ) {
+            Gate::Send => ContextGate::Send,
+            Gate::Exhausted => ContextGate::Exhausted,
+            Gate::Compress {
+                summarized,
+                summary,
+                after,
+            } => {
+                self.compressions += 1;
+                let latency = Duration::from_secs_f64(
+                    self.model
+                        .latency_s
+                        .get_ref()
+                        .sample(&mut self.compression_rng),
+                );
+                let call = CompressionCall {
+                    attempt: self.compressions,
+                    before: self.context,
+                    after,
+                    latency,
+                    input_tokens: summarized,
+                    output_tokens: summary,
+                };
+                self.context = after;
+                // The prompt's prefix changed: the next call reads nothing from the cache.
+                self.cold_cache = true;
+                ContextGate::Compressed(call)
+            }
+        }
     }
 
     /// When the user's next message comes (seconds), if the agent has one left.
@@ -221,6 +297,8 @@ impl<'s> ScriptedAgent<'s> {
                 } else {
                     Reply::Calls(&pick.calls)
                 }
+            } else if !step.cycle.is_empty() {
+                Reply::Calls(&step.cycle[self.rep as usize % step.cycle.len()].calls)
             } else {
                 Reply::Calls(&step.calls)
             };
@@ -253,7 +331,11 @@ impl<'s> ScriptedAgent<'s> {
         let latency = Duration::from_secs_f64(lat_dist.sample(&mut self.rng));
         let share = *model.cache_read_share.get_ref();
         let mut input = self.context;
-        let mut cache = (self.context as f64 * share).round() as u64;
+        let mut cache = if std::mem::take(&mut self.cold_cache) {
+            0
+        } else {
+            (self.context as f64 * share).round() as u64
+        };
         if self.rng.random::<f64>() < *model.empty_reply_probability.get_ref() {
             // The model will try the same step again.
             self.reply_step = None;

@@ -7,6 +7,7 @@
 //! ends with a halt, a refund or the next iteration. Background delegations report back only
 //! as a new turn after the parent's turn has ended.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use loopsim_engine::GuardrailEngine;
@@ -26,7 +27,7 @@ use crate::model::Usage;
 use crate::rng::stream;
 use crate::scenario::{AgentSpec, CallSpec, Scenario};
 use crate::scheduler::{Order, Scheduler};
-use crate::script::{ArgsCache, Reply, ScriptedAgent, call_args};
+use crate::script::{ArgsCache, ContextGate, Reply, ScriptedAgent, call_args};
 use crate::trace::{self, Event, Header, TraceWriter};
 
 mod accounting;
@@ -71,6 +72,10 @@ struct Agent<'s> {
     plan: Option<Reply<'s>>,
     call_index: usize,
     round_tools: Vec<&'s str>,
+    /// Tool calls the model made, by tool (refused ones included).
+    tool_calls: BTreeMap<&'s str, u64>,
+    /// Results the runtime replaced by a reference to an identical earlier one.
+    stubs: u64,
     /// The calls of this round that ran (identical ones after them are dropped).
     round_calls: Vec<Signature>,
     /// Messages in the conversation since its last tool result (none yet: `None`).
@@ -285,6 +290,8 @@ impl<'s> World<'s> {
             plan: None,
             call_index: 0,
             round_tools: Vec::new(),
+            tool_calls: BTreeMap::new(),
+            stubs: 0,
             round_calls: Vec::new(),
             since_tool: None,
             round_flagged: false,
@@ -391,6 +398,10 @@ impl<'s> World<'s> {
         match self.agents[a].gov.begin_iteration(interrupt) {
             TurnStep::Exit => self.end_turn(a),
             TurnStep::Call { tools } => {
+                let delay = match self.context_gate(a) {
+                    Some(delay) => delay,
+                    None => return self.end_turn(a),
+                };
                 let ag = &mut self.agents[a];
                 let call = ag.script.reply(tools);
                 if matches!(call.reply, Reply::ContextTooSmall) {
@@ -415,7 +426,8 @@ impl<'s> World<'s> {
                 ag.calls += 1;
                 ag.plan = Some(call.reply);
                 let latency = call.latency;
-                let now = self.sched.now().0;
+                // The request goes out once a compression before it is done.
+                let now = self.sched.now().0 + delay.0;
                 if let Some(s) = &mut ag.series {
                     s.spans.push((now, now + latency.0, SpanKind::Model));
                     s.budget_used.push((now, ag.gov.budget().used()));
@@ -444,7 +456,53 @@ impl<'s> World<'s> {
                     e.detail = matches!(call.reply, Reply::Empty).then(|| "empty reply".into());
                     self.trace.line(&e);
                 }
-                self.sched.at(self.sched.now() + latency, Ev::ModelDone(a));
+                self.sched
+                    .at(self.sched.now() + delay + latency, Ev::ModelDone(a));
+            }
+        }
+    }
+
+    /// Hermes's context check before a model call: the time a compression takes first, or
+    /// none when the context no longer fits and the turn has died of it.
+    fn context_gate(&mut self, a: AgentId) -> Option<Duration> {
+        let ag = &mut self.agents[a];
+        match ag.script.context_gate() {
+            ContextGate::Send => Some(Duration::ZERO),
+            ContextGate::Exhausted => {
+                ag.gov.context_exhausted();
+                if self.trace.enabled() {
+                    let mut e = self.event(a, "context_exhausted");
+                    e.input_tokens = Some(self.agents[a].script.context());
+                    self.trace.line(&e);
+                }
+                None
+            }
+            ContextGate::Compressed(c) => {
+                let price = &ag.script.model().price;
+                let u = Usage {
+                    compression_calls: 1,
+                    compression_input_tokens: c.input_tokens,
+                    compression_output_tokens: c.output_tokens,
+                    compression_latency_us: c.latency.0,
+                    cost_micro_usd: crate::model::cost_micro_usd(
+                        price,
+                        c.input_tokens,
+                        0,
+                        c.output_tokens,
+                    ),
+                    ..Usage::default()
+                };
+                self.account(a, &u);
+                if self.trace.enabled() {
+                    let mut e = self.event(a, "compression");
+                    e.input_tokens = Some(c.input_tokens);
+                    e.output_tokens = Some(c.output_tokens);
+                    e.latency_us = Some(c.latency.0);
+                    e.count = Some(c.attempt);
+                    e.detail = Some(format!("context {} -> {} tokens", c.before, c.after));
+                    self.trace.line(&e);
+                }
+                Some(c.latency)
             }
         }
     }
@@ -524,6 +582,7 @@ impl<'s> World<'s> {
             ag.round_calls.push(signature.clone());
         }
         self.agents[a].round_tools.push(tool);
+        *self.agents[a].tool_calls.entry(tool).or_default() += 1;
         let d = self.agents[a].guard.before_call(signature, &args);
         if !d.action.allows_execution() {
             self.record_decision(a, tool, d.action, d.code, d.count);
@@ -617,6 +676,9 @@ impl World<'_> {
         }
         if d.action != Action::Allow {
             self.record_decision(a, p.tool, d.action, d.code, d.count);
+        }
+        if obs.stub {
+            self.agents[a].stubs += 1;
         }
         if let Some(kind) = obs.kind {
             let ag = &mut self.agents[a];

@@ -112,6 +112,13 @@ pub struct AgentSummary {
     pub last_activity_us: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<AgentSeries>,
+    /// Tool calls the model made, by tool (refused ones included). Not in traces: their
+    /// events already carry every call.
+    #[serde(skip)]
+    pub tool_calls: BTreeMap<String, u64>,
+    /// Results replaced by the identical-result stub (newest guardrails). Not in traces.
+    #[serde(skip)]
+    pub stubs: u64,
 }
 
 /// A run's outcome.
@@ -196,6 +203,12 @@ impl World<'_> {
                 wait_us: ag.wait_us,
                 last_activity_us: ag.last_activity.0,
                 series: ag.series.clone(),
+                tool_calls: ag
+                    .tool_calls
+                    .iter()
+                    .map(|(t, n)| (t.to_string(), *n))
+                    .collect(),
+                stubs: ag.stubs,
             })
             .collect();
         let mut summary = RunSummary {
