@@ -192,11 +192,46 @@ for entry in registry._snapshot_entries():
 import tools.memory_tool  # noqa: E402
 import tools.todo_tool  # noqa: E402
 
-tools.memory_tool.memory_tool = lambda **kw: run_fake(
-    "memory", {k: v for k, v in kw.items() if k != "store"})
-tools.todo_tool.todo_tool = lambda **kw: run_fake(
-    "todo", {k: v for k, v in kw.items() if k != "store"})
+import contextvars  # noqa: E402
+
+# The model's own arguments for the call the loop is running (its memory and todo paths pass
+# the tool their fields one by one, missing ones as None).
+CALL_ARGS = contextvars.ContextVar("loopsim_call_args", default=None)
+
+
+def loop_tool_fake(name):
+    def handler(**kw):
+        args = CALL_ARGS.get()
+        if args is None:
+            args = {k: v for k, v in kw.items() if k != "store"}
+        return run_fake(name, args)
+    return handler
+
+
+tools.memory_tool.memory_tool = loop_tool_fake("memory")
+tools.todo_tool.todo_tool = loop_tool_fake("todo")
 model_tools._clear_tool_defs_cache()
+
+# The loop runs memory and todo itself, outside the registry's dispatch that records the
+# call's id: record it around the loop's own middleware too, so their fakes say which call
+# they answer.
+import agent.tool_executor as tool_executor  # noqa: E402
+
+_loop_middleware = tool_executor._run_agent_tool_execution_middleware
+
+
+def _middleware_with_call_id(agent, **kw):
+    token = approval_mod._approval_tool_call_id.set(kw.get("tool_call_id") or "")
+    args = kw.get("function_args")
+    args_token = CALL_ARGS.set(dict(args) if isinstance(args, dict) else None)
+    try:
+        return _loop_middleware(agent, **kw)
+    finally:
+        CALL_ARGS.reset(args_token)
+        approval_mod._approval_tool_call_id.reset(token)
+
+
+tool_executor._run_agent_tool_execution_middleware = _middleware_with_call_id
 
 # --- what Hermes decided: wrap its guardrail controller (observing, never changing) -------
 Controller = tool_guardrails.ToolCallGuardrailController
@@ -277,7 +312,8 @@ def main():
         model=MODEL,
         max_iterations=max_turns(),
         enabled_toolsets=SPEC.get("toolsets") or [
-            "terminal", "file", "web", "code_execution", "memory", "delegation", "todo"],
+            "terminal", "file", "web", "code_execution", "memory", "delegation", "todo",
+            "skills"],
         quiet_mode=True,
         platform=SPEC.get("platform") or "cli",
         skip_context_files=True,

@@ -59,12 +59,15 @@ pub fn run_both(
     seed: Option<u64>,
     timeout_s: f64,
 ) -> Result<LiveAndSimulated> {
-    let python = parse_runtime(runtime)?;
     if !(timeout_s.is_finite() && timeout_s > 0.0) {
         bail!("--timeout {timeout_s}: expected a positive number of seconds");
     }
     // A server serves one scenario for the life of the process.
     let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
+    if let Some(why) = loopsim_live::hermes::unsupported(sc) {
+        bail!(why);
+    }
+    let python = parse_runtime(runtime)?;
     inputs::check_platform(args.platform.as_deref())?;
     let mut opts = inputs::run_options(args)?;
     let profile = args.profile.unwrap_or(LIVE_PROFILE);
@@ -391,6 +394,9 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
         .parse()
         .map_err(|e| anyhow::anyhow!("--listen {listen}: expected 127.0.0.1:PORT ({e})"))?;
     let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
+    if let Some(why) = loopsim_live::hermes::unsupported(sc) {
+        bail!(why);
+    }
     let profile = args.profile.unwrap_or(LIVE_PROFILE);
     let rules = loopsim_engine::profile::Profile::get(profile).guardrails;
     let world = loopsim_live::world::LiveWorld::new(sc, seed.unwrap_or(sc.file.seed), &rules);

@@ -72,6 +72,24 @@ pub enum LiveRunError {
     Timeout(WallDuration),
     #[error("the runtime sent requests loopsim could not answer: {0}")]
     Protocol(String),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// What a scenario asks for that live mode cannot reproduce yet, if anything.
+pub fn unsupported(sc: &Scenario) -> Option<String> {
+    sc.file
+        .models
+        .iter()
+        .find(|(_, m)| m.context_window.is_some())
+        .map(|(name, _)| {
+            format!(
+                "{}: models.{name}.context_window: live mode turns Hermes's context compression off \
+                 (it would call an auxiliary model loopsim does not script), so a context that \
+                 fills its window cannot run live yet; run the scenario simulated",
+                sc.path
+            )
+        })
 }
 
 /// A temporary folder removed when dropped.
@@ -161,6 +179,9 @@ pub fn config_yaml(sc: &Scenario, user: Option<&UserConfig>, base_url: &str) -> 
 
 /// Runs `sc` through the real Hermes loop of `opts.python`.
 pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRunError> {
+    if let Some(why) = unsupported(sc) {
+        return Err(LiveRunError::Unsupported(why));
+    }
     let rules = loopsim_engine::profile::Profile::get(opts.profile).guardrails;
     let world = LiveWorld::new(sc, opts.seed, &rules);
     let handle = server::start(world, "127.0.0.1:0".parse().expect("addr"))?;
