@@ -166,6 +166,9 @@ pub fn config_yaml(sc: &Scenario, user: Option<&UserConfig>, base_url: &str) -> 
         "agent": { "environment_probe": false },
         "memory": { "memory_enabled": false, "user_profile_enabled": false, "provider": "" },
         "compression": { "enabled": false },
+        // The skills toolset is offered (scenarios call skill_view); its background review
+        // after long turns would be a model call no scenario scripts.
+        "skills": { "creation_nudge_interval": 0 },
         "approvals": { "mode": "off" },
         "security": { "tirith_enabled": false, "redact_secrets": false },
         "auxiliary": Value::Object(auxiliary),
