@@ -472,6 +472,86 @@ fn bad_scenarios_name_file_line_and_key() {
             "agents.parent.turns[1].at_s: must be a number of seconds, not before the previous turn's",
         ),
         (
+            "under-unknown-profile",
+            format!("{GOOD}\n[expect.under.hermes-mian]\nno_hard_stop = true\n"),
+            "expect.under.hermes-mian: `hermes-mian`: unknown profile",
+        ),
+        (
+            "under-own-profile",
+            format!("{GOOD}\n[expect.under.hermes-main]\nno_hard_stop = true\n"),
+            "is the scenario's own profile: its expectations go in [expect] itself",
+        ),
+        (
+            "under-nested",
+            format!("{GOOD}\n[expect.under.\"hermes-0.19.0\"]\nseeds = [1]\n"),
+            "takes expectations only",
+        ),
+        (
+            "under-platform-typo",
+            format!("{GOOD}\n[expect.under.\"hermes-0.19.0@telgram\"]\nno_hard_stop = true\n"),
+            "did you mean `telegram`",
+        ),
+        (
+            "under-bad-stop-code",
+            format!("{GOOD}\n[expect.under.\"hermes-0.19.0\"]\nstop_code = \"identical_call_streak_hlat\"\n"),
+            "expect.under.hermes-0.19.0.stop_code: `identical_call_streak_hlat` is not a guardrail decision code (did you mean `identical_call_streak_halt`?)",
+        ),
+        (
+            "figures-unknown-tool",
+            format!("{GOOD}\n[expect.figures]\ntool_calls = {{ raed_file = 3 }}\n"),
+            "expect.figures.tool_calls.raed_file: no tool named `raed_file` in [tools] (did you mean `read_file`?)",
+        ),
+        (
+            "figures-unknown-key",
+            format!("{GOOD}\n[expect.figures]\ncals = 3\n"),
+            "expect.figures.cals: unknown key",
+        ),
+        (
+            "figures-tolerance",
+            format!("{GOOD}\n[expect.figures]\ntolerance = 5\ncalls = 3\n"),
+            "expect.figures.tolerance: 5 is not a share between 0 and 1",
+        ),
+        (
+            "figures-negative",
+            format!("{GOOD}\n[expect.figures]\nminutes = -1\n"),
+            "expect.figures.minutes: -1 is not a non-negative figure",
+        ),
+        (
+            "cycle-empty-entry",
+            GOOD.replace(
+                "{ calls = [{ tool = \"read_file\" }] }",
+                "{ times = 2, cycle = [{ calls = [] }] }",
+            ),
+            "agents.parent.script[0].cycle[0].calls: a cycle entry needs at least one call",
+        ),
+        (
+            "cycle-unknown-tool",
+            GOOD.replace(
+                "{ calls = [{ tool = \"read_file\" }] }",
+                "{ times = 2, cycle = [{ calls = [{ tool = \"fly\" }] }] }",
+            ),
+            "agents.parent.script[0].cycle[0].calls[0].tool: no tool named `fly`",
+        ),
+        (
+            "cycle-and-calls",
+            GOOD.replace(
+                "{ calls = [{ tool = \"read_file\" }] }",
+                "{ calls = [{ tool = \"read_file\" }], cycle = [{ calls = [{ tool = \"read_file\" }] }] }",
+            ),
+            "a step needs exactly one of calls, answer, delegate, choose, cycle",
+        ),
+        (
+            "context-window-tiny",
+            GOOD.replace("output_tokens = 10", "output_tokens = 10\ncontext_window = 10"),
+            ":9: models.m.context_window: 10 tokens is not a model's window",
+        ),
+        (
+            "context-window-below-start",
+            GOOD.replace("output_tokens = 10", "output_tokens = 10\ncontext_window = 2000")
+                .replace("model = \"m\"", "model = \"m\"\ncontext_tokens = 5000"),
+            "agents.parent.context_tokens: 5000 tokens at the start do not fit model `m`'s window of 2000",
+        ),
+        (
             "unknown-and-priced",
             GOOD.replace(
                 "output_tokens = 10",
@@ -683,4 +763,139 @@ fn a_users_config_yaml_is_laid_over_the_scenarios_config() {
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("bad.yaml:"), "{err}");
+}
+
+#[test]
+fn a_context_that_fills_its_window_is_compressed_three_times_then_ends_the_turn() {
+    let text = r#"name = "fills"
+description = "d"
+provenance = "test"
+profile = "hermes-main"
+platform = "cli"
+
+[models.m]
+latency_s = 1.0
+output_tokens = 100
+cache_read_share = 0.9
+price = { input = 1.0, cache_read = 0.1, output = 4.0 }
+context_window = 100_000
+
+[tools.read_file]
+latency_s = 0.1
+result_tokens = 900
+
+[agents.parent]
+model = "m"
+context_tokens = 10000
+script = [{ calls = [{ tool = "read_file", args = { path = "a" }, distinct = true }], until = "stopped" }]
+"#;
+    let sc = Scenario::parse(text, "fills.toml").unwrap();
+    let (s, trace) = run_mem(&sc, &RunOptions::default());
+    let trace = String::from_utf8(trace).unwrap();
+    let events: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "compression").count(), 3);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "context_exhausted").count(),
+        1
+    );
+    assert_eq!(s.parent_exit_reason, "context_compression_exhausted");
+    // 75% of a 100 k window triggers; the context keeps its head, a summary and a 15 k tail.
+    let first = events.iter().find(|e| e["kind"] == "compression").unwrap();
+    assert_eq!(first["detail"], "context 75000 -> 30000 tokens", "{first}");
+    // The call after a compression reads nothing from the cache.
+    let at = events
+        .iter()
+        .position(|e| e["kind"] == "compression")
+        .unwrap();
+    let next = events[at..]
+        .iter()
+        .find(|e| e["kind"] == "model_call")
+        .unwrap();
+    assert_eq!(next["cache_read_tokens"], 0, "{next}");
+    assert_eq!(next["input_tokens"], 30000, "{next}");
+    let u = &s.agents[0].usage;
+    assert_eq!(u.compression_calls, 3);
+    assert_eq!(u.compression_output_tokens, 3 * 5000);
+    // The last call sent fit the window; the one that would not is never made.
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e["kind"] == "model_call")
+        .unwrap();
+    assert!(last["input_tokens"].as_u64().unwrap() <= 100_000, "{last}");
+    // 0.19.0 returns before it names a reason.
+    let old = run_mem(
+        &sc,
+        &RunOptions {
+            profile: Some(ProfileName::Hermes0_19_0),
+            config: None,
+            ..RunOptions::default()
+        },
+    )
+    .0;
+    assert_eq!(old.parent_exit_reason, "max_iterations_reached(90/90)");
+    // Without a window nothing is compressed: the same scenario runs until its horizon.
+    let plain = Scenario::parse(
+        &text.replace("context_window = 100_000\n", "").replace(
+            "until = \"stopped\" }]",
+            "times = 200 }, { answer = \"done\" }]",
+        ),
+        "plain.toml",
+    )
+    .unwrap();
+    let (p, t) = run_mem(&plain, &RunOptions::default());
+    assert!(!String::from_utf8(t).unwrap().contains("compression"));
+    assert_eq!(p.agents[0].usage.compression_calls, 0);
+    assert_eq!(p.parent_exit_reason, "text_response(finish_reason=stop)");
+}
+
+#[test]
+fn a_cycle_step_takes_its_entries_in_turn() {
+    let text = r#"name = "osc"
+description = "d"
+provenance = "test"
+profile = "hermes-main"
+platform = "cron"
+
+[models.m]
+latency_s = 1.0
+output_tokens = 10
+
+[tools.memory]
+latency_s = 0.01
+
+[agents.parent]
+model = "m"
+script = [
+  { times = 12, cycle = [
+      { calls = [{ tool = "memory", args = { action = "add" }, result = "added" }] },
+      { calls = [{ tool = "memory", args = { action = "remove" }, result = "removed" }] },
+  ] },
+  { answer = "ok" },
+]
+"#;
+    let sc = Scenario::parse(text, "osc.toml").unwrap();
+    let (s, trace) = run_mem(&sc, &RunOptions::default());
+    let hashes: Vec<String> = String::from_utf8(trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["kind"] == "tool_call")
+        .map(|e| e["args_hash"].as_str().unwrap().to_string())
+        .collect();
+    // A, B, A, B: two argument hashes in alternation.
+    assert_ne!(hashes[0], hashes[1]);
+    assert!(hashes.iter().step_by(2).all(|h| *h == hashes[0]));
+    assert!(hashes.iter().skip(1).step_by(2).all(|h| *h == hashes[1]));
+    // The cycle detector halts the 5th lap on an unattended platform: call 10.
+    let stop = s.agents[0].stop.as_ref().unwrap();
+    assert_eq!(
+        (stop.code.as_str(), stop.call),
+        ("identical_cycle_halt", 10)
+    );
+    assert_eq!(s.agents[0].tool_calls["memory"], 10);
 }
