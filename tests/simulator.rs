@@ -817,9 +817,9 @@ script = [{ calls = [{ tool = "read_file", args = { path = "a" }, distinct = tru
         .unwrap();
     assert_eq!(next["cache_read_tokens"], 0, "{next}");
     assert_eq!(next["input_tokens"], 30000, "{next}");
-    let u = &s.agents[0].usage;
-    assert_eq!(u.compression_calls, 3);
-    assert_eq!(u.compression_output_tokens, 3 * 5000);
+    let c = &s.agents[0].compressions;
+    assert_eq!(c.calls, 3);
+    assert_eq!(c.output_tokens, 3 * 5000);
     // The last call sent fit the window; the one that would not is never made.
     let last = events
         .iter()
@@ -849,7 +849,7 @@ script = [{ calls = [{ tool = "read_file", args = { path = "a" }, distinct = tru
     .unwrap();
     let (p, t) = run_mem(&plain, &RunOptions::default());
     assert!(!String::from_utf8(t).unwrap().contains("compression"));
-    assert_eq!(p.agents[0].usage.compression_calls, 0);
+    assert_eq!(p.agents[0].compressions.calls, 0);
     assert_eq!(p.parent_exit_reason, "text_response(finish_reason=stop)");
 }
 

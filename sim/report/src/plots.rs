@@ -537,6 +537,7 @@ mod tests {
             series: Some(series),
             tool_calls: Default::default(),
             stubs: 0,
+            compressions: Default::default(),
         }
     }
 

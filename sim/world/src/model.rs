@@ -71,17 +71,24 @@ pub struct Usage {
     pub approval_input_tokens: u64,
     pub approval_output_tokens: u64,
     pub approval_latency_us: u64,
-    /// Context compression's summary calls (Hermes's auxiliary model; here the agent's).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub compression_calls: u64,
-    #[serde(skip_serializing_if = "is_zero")]
-    pub compression_input_tokens: u64,
-    #[serde(skip_serializing_if = "is_zero")]
-    pub compression_output_tokens: u64,
-    #[serde(skip_serializing_if = "is_zero")]
-    pub compression_latency_us: u64,
     /// Dollars, rounded to micro-dollars so sums are exact and stable.
     pub cost_micro_usd: u64,
+}
+
+/// Context compression's summary calls (Hermes's auxiliary model; here priced at the
+/// agent's). Kept apart from [`Usage`], which every call updates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Compressions {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub latency_us: u64,
+}
+
+impl Compressions {
+    pub fn is_none(&self) -> bool {
+        self.calls == 0
+    }
 }
 
 /// The price of one call in micro-dollars.
@@ -154,10 +161,6 @@ impl Usage {
         self.approval_input_tokens += o.approval_input_tokens;
         self.approval_output_tokens += o.approval_output_tokens;
         self.approval_latency_us += o.approval_latency_us;
-        self.compression_calls += o.compression_calls;
-        self.compression_input_tokens += o.compression_input_tokens;
-        self.compression_output_tokens += o.compression_output_tokens;
-        self.compression_latency_us += o.compression_latency_us;
         self.cost_micro_usd += o.cost_micro_usd;
     }
 

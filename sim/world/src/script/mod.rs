@@ -132,9 +132,10 @@ pub struct ScriptedAgent<'s> {
     /// Compressions this turn, and whether the prompt cache was lost by the last one.
     compressions: u32,
     cold_cache: bool,
-    /// Draws for compression's summary calls (a stream of their own, so a scenario without
-    /// a context window draws exactly what it did before).
-    compression_rng: ChaCha8Rng,
+    /// Draws for compression's summary calls: a stream of their own, so a scenario without
+    /// a context window draws exactly what it did before (made at the first compression).
+    compression_rng: Option<ChaCha8Rng>,
+    seed: u64,
     tools: tools::Tools,
     /// Tasks this agent has delegated so far (its children's names count on from it).
     delegated: u32,
@@ -159,7 +160,8 @@ impl<'s> ScriptedAgent<'s> {
             context: spec.context_tokens,
             compressions: 0,
             cold_cache: false,
-            compression_rng: stream(seed, &format!("agent:{name}/compression")),
+            compression_rng: None,
+            seed,
             delegated: 0,
         }
     }
@@ -215,12 +217,11 @@ impl<'s> ScriptedAgent<'s> {
                 after,
             } => {
                 self.compressions += 1;
-                let latency = Duration::from_secs_f64(
-                    self.model
-                        .latency_s
-                        .get_ref()
-                        .sample(&mut self.compression_rng),
-                );
+                let (seed, name) = (self.seed, &self.name);
+                let rng = self
+                    .compression_rng
+                    .get_or_insert_with(|| stream(seed, &format!("agent:{name}/compression")));
+                let latency = Duration::from_secs_f64(self.model.latency_s.get_ref().sample(rng));
                 let call = CompressionCall {
                     attempt: self.compressions,
                     before: self.context,

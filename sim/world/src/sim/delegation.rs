@@ -8,10 +8,7 @@ impl World<'_> {
         let call = self.agents[a].script.delegate(child_spec, tasks);
         let args = call.args;
         self.agents[a].round_tools.push("delegate_task");
-        *self.agents[a]
-            .tool_calls
-            .entry("delegate_task")
-            .or_default() += 1;
+        self.agents[a].count_tool_call("delegate_task");
         self.agents[a].call_index = 1;
         let d = self.agents[a].guard.before_call(call.signature, &args);
         let signature = d.signature.clone();

@@ -7,7 +7,6 @@
 //! ends with a halt, a refund or the next iteration. Background delegations report back only
 //! as a new turn after the parent's turn has ended.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use loopsim_engine::GuardrailEngine;
@@ -31,7 +30,9 @@ use crate::script::{ArgsCache, ContextGate, Reply, ScriptedAgent, call_args};
 use crate::trace::{self, Event, Header, TraceWriter};
 
 mod accounting;
+mod context;
 mod delegation;
+mod rounds;
 mod summary;
 mod turns;
 
@@ -72,10 +73,12 @@ struct Agent<'s> {
     plan: Option<Reply<'s>>,
     call_index: usize,
     round_tools: Vec<&'s str>,
-    /// Tool calls the model made, by tool (refused ones included).
-    tool_calls: BTreeMap<&'s str, u64>,
+    /// Tool calls the model made, per call spec (refused ones included): a few entries,
+    /// found by the spec's own name pointer first ([`Agent::count_tool_call`]).
+    tool_calls: Vec<(&'s str, u64)>,
     /// Results the runtime replaced by a reference to an identical earlier one.
     stubs: u64,
+    compressions: crate::model::Compressions,
     /// The calls of this round that ran (identical ones after them are dropped).
     round_calls: Vec<Signature>,
     /// Messages in the conversation since its last tool result (none yet: `None`).
@@ -290,8 +293,9 @@ impl<'s> World<'s> {
             plan: None,
             call_index: 0,
             round_tools: Vec::new(),
-            tool_calls: BTreeMap::new(),
+            tool_calls: Vec::new(),
             stubs: 0,
+            compressions: Default::default(),
             round_calls: Vec::new(),
             since_tool: None,
             round_flagged: false,
@@ -445,6 +449,8 @@ impl<'s> World<'s> {
                 self.account(a, &u);
                 if self.trace.enabled() {
                     let mut e = self.event(a, "model_call");
+                    // After a compression the request goes out when it is done.
+                    e.t_us = now;
                     e.call = Some(n);
                     e.input_tokens = Some(call.input_tokens);
                     e.cache_read_tokens = Some(call.cache_read_tokens);
@@ -461,253 +467,22 @@ impl<'s> World<'s> {
             }
         }
     }
-
-    /// Hermes's context check before a model call: the time a compression takes first, or
-    /// none when the context no longer fits and the turn has died of it.
-    fn context_gate(&mut self, a: AgentId) -> Option<Duration> {
-        let ag = &mut self.agents[a];
-        match ag.script.context_gate() {
-            ContextGate::Send => Some(Duration::ZERO),
-            ContextGate::Exhausted => {
-                ag.gov.context_exhausted();
-                if self.trace.enabled() {
-                    let mut e = self.event(a, "context_exhausted");
-                    e.input_tokens = Some(self.agents[a].script.context());
-                    self.trace.line(&e);
-                }
-                None
-            }
-            ContextGate::Compressed(c) => {
-                let price = &ag.script.model().price;
-                let u = Usage {
-                    compression_calls: 1,
-                    compression_input_tokens: c.input_tokens,
-                    compression_output_tokens: c.output_tokens,
-                    compression_latency_us: c.latency.0,
-                    cost_micro_usd: crate::model::cost_micro_usd(
-                        price,
-                        c.input_tokens,
-                        0,
-                        c.output_tokens,
-                    ),
-                    ..Usage::default()
-                };
-                self.account(a, &u);
-                if self.trace.enabled() {
-                    let mut e = self.event(a, "compression");
-                    e.input_tokens = Some(c.input_tokens);
-                    e.output_tokens = Some(c.output_tokens);
-                    e.latency_us = Some(c.latency.0);
-                    e.count = Some(c.attempt);
-                    e.detail = Some(format!("context {} -> {} tokens", c.before, c.after));
-                    self.trace.line(&e);
-                }
-                Some(c.latency)
-            }
-        }
-    }
-
-    fn model_done(&mut self, a: AgentId) {
-        if self.agents[a].status != Status::Running {
-            // Timed out (or stopped) while the model was answering.
-            return;
-        }
-        self.agents[a].last_activity = self.sched.now();
-        let plan = self.agents[a].plan.expect("a plan");
-        match plan {
-            Reply::Answer => {
-                self.agents[a].messages_after_tools(1);
-                self.agents[a].gov.text_reply(FinishReason::Stop);
-                self.end_turn(a);
-            }
-            Reply::Empty => {
-                let ag = &mut self.agents[a];
-                // Hermes looks for a tool result among the conversation's last five messages.
-                let recent = ag.since_tool.is_some_and(|k| k <= 4);
-                match ag.gov.empty_reply(recent) {
-                    EmptyReply::Nudge => {
-                        // A placeholder reply and a request to go on join the conversation.
-                        ag.messages_after_tools(2);
-                        self.sched.at(self.sched.now(), Ev::Wake(a));
-                    }
-                    EmptyReply::Retry => self.sched.at(self.sched.now(), Ev::Wake(a)),
-                    EmptyReply::Exhausted => self.end_turn(a),
-                }
-            }
-            Reply::ContextTooSmall => unreachable!("handled before the call"),
-            Reply::Calls(_) | Reply::Delegate { .. } => {
-                let ag = &mut self.agents[a];
-                ag.call_index = 0;
-                ag.round_tools.clear();
-                ag.round_calls.clear();
-                ag.round_flagged = false;
-                self.next_call(a);
-            }
-        }
-    }
-
-    /// Starts the next call of the round, or ends the round.
-    fn next_call(&mut self, a: AgentId) {
-        let plan = self.agents[a].plan.expect("a plan");
-        let calls: &[CallSpec] = match plan {
-            Reply::Calls(c) => c,
-            Reply::Delegate { .. } => &[],
-            Reply::Answer | Reply::Empty | Reply::ContextTooSmall => {
-                unreachable!("no tool round")
-            }
-        };
-        let idx = self.agents[a].call_index;
-        if let Reply::Delegate { agent, tasks } = plan {
-            if idx == 0 {
-                self.delegate(a, agent, tasks);
-            } else {
-                self.end_round(a);
-            }
-            return;
-        }
-        if idx >= calls.len() {
-            return self.end_round(a);
-        }
-        let c = &calls[idx];
-        let tool: &'s str = c.tool.get_ref();
-        let rep = self.agents[a].script.rep();
-        let (args, signature) = call_args(&mut self.args_cache, c, rep);
-        let ag = &mut self.agents[a];
-        if ag.cfg.turn.dedupe_identical_calls {
-            if !batch::runs(&ag.round_calls, &signature) {
-                // The runtime drops an identical call of the same reply before running any.
-                ag.call_index += 1;
-                return self.next_call(a);
-            }
-            ag.round_calls.push(signature.clone());
-        }
-        self.agents[a].round_tools.push(tool);
-        *self.agents[a].tool_calls.entry(tool).or_default() += 1;
-        let d = self.agents[a].guard.before_call(signature, &args);
-        if !d.action.allows_execution() {
-            self.record_decision(a, tool, d.action, d.code, d.count);
-            // A refused call is not run; its synthetic result is short.
-            self.agents[a].script.refused_call();
-            self.agents[a].call_index += 1;
-            return self.next_call(a);
-        }
-        let now_s = self.sched.now().0 as f64 / 1e6;
-        let run = self.agents[a].script.run_tool(c, now_s);
-        if let Some(ap) = run.approval {
-            let u = Usage {
-                approval_calls: 1,
-                approval_input_tokens: ap.input_tokens,
-                approval_output_tokens: ap.output_tokens,
-                approval_latency_us: ap.latency.0,
-                cost_micro_usd: ap.cost_micro_usd,
-                ..Usage::default()
-            };
-            self.account(a, &u);
-            if self.trace.enabled() {
-                let mut e = self.event(a, "approval_call");
-                e.tool = Some(tool.to_string());
-                e.latency_us = Some(ap.latency.0);
-                e.output_tokens = Some(ap.output_tokens);
-                self.trace.line(&e);
-            }
-        }
-        let (result, failed, dur) = (run.result, run.failed, run.dur);
-        let ag = &mut self.agents[a];
-        ag.call_started = self.sched.now();
-        ag.pending = Some(PendingCall {
-            tool,
-            signature: d.signature,
-            args,
-            result,
-            failed,
-            dur,
-        });
-        self.sched.at(self.sched.now() + dur, Ev::CallDone(a));
-    }
 }
 
-impl World<'_> {
-    fn call_done(&mut self, a: AgentId) {
-        if !matches!(self.agents[a].status, Status::Running | Status::Waiting) {
-            return;
+impl<'s> Agent<'s> {
+    /// Counts a tool call. Calls of one spec share its name's pointer, so the scan rarely
+    /// compares bytes; one tool may have several entries, merged in the summary.
+    fn count_tool_call(&mut self, tool: &'s str) {
+        match self
+            .tool_calls
+            .iter_mut()
+            .find(|(t, _)| std::ptr::eq(*t, tool) || *t == tool)
+        {
+            Some((_, n)) => *n += 1,
+            None => self.tool_calls.push((tool, 1)),
         }
-        let Some(p) = self.agents[a].pending.take() else {
-            return;
-        };
-        let waited = self.agents[a].status == Status::Waiting;
-        self.agents[a].status = Status::Running;
-        let started = self.agents[a].call_started;
-        self.note_span(
-            a,
-            started,
-            if waited {
-                SpanKind::Waiting
-            } else {
-                SpanKind::Tool
-            },
-        );
-        let elapsed = if waited {
-            0
-        } else {
-            self.sched.now().since(started).0
-        };
-        let u = Usage {
-            tool_time_us: elapsed,
-            ..Usage::default()
-        };
-        self.account(a, &u);
-        let ag = &mut self.agents[a];
-        let facts = CallFacts::with_signature(
-            p.signature.clone(),
-            Some(p.result.as_bytes()),
-            ag.guard.rules(),
-        )
-        .with_args(&p.args);
-        let (d, obs) = ag.guard.after_call(&facts, p.failed);
-        if self.trace.enabled() {
-            let mut e = self.event(a, "tool_call");
-            e.call = Some(self.agents[a].calls);
-            e.tool = Some(p.tool.to_string());
-            e.args_hash = Some(facts.signature.args_hash.hex());
-            e.result_hash = Some(facts.result_hash().hex());
-            e.failed = Some(p.failed);
-            e.latency_us = Some(p.dur.0);
-            self.trace.line(&e);
-        }
-        if d.action != Action::Allow {
-            self.record_decision(a, p.tool, d.action, d.code, d.count);
-        }
-        if obs.stub {
-            self.agents[a].stubs += 1;
-        }
-        if let Some(kind) = obs.kind {
-            let ag = &mut self.agents[a];
-            ag.notices += 1;
-            ag.round_flagged = true;
-            if let Some(s) = &mut ag.series {
-                s.warnings_us.push(self.sched.now().0);
-            }
-            if ag.first_warning.is_none() {
-                ag.first_warning = Some((ag.calls, self.sched.now().0));
-            }
-            if self.trace.enabled() {
-                let mut e = self.event(a, "notice");
-                e.tool = Some(p.tool.to_string());
-                e.detail = Some(kind.as_str().into());
-                e.count = Some(if kind == NoticeKind::IdenticalCallStreak {
-                    obs.streak
-                } else {
-                    obs.laps
-                });
-                self.trace.line(&e);
-            }
-        }
-        self.agents[a].call_index += 1;
-        self.next_call(a);
     }
-}
 
-impl Agent<'_> {
     /// `n` messages that are not tool results joined the conversation.
     fn messages_after_tools(&mut self, n: u32) {
         if let Some(k) = &mut self.since_tool {

@@ -1,6 +1,8 @@
 //! What a run reports: its options, the summary of every agent and of the run, and the
 //! summary's assembly at the end of a run.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 /// How a run is set up beyond its scenario.
@@ -119,6 +121,9 @@ pub struct AgentSummary {
     /// Results replaced by the identical-result stub (newest guardrails). Not in traces.
     #[serde(skip)]
     pub stubs: u64,
+    /// Context compressions and their summary calls (a model with a context window).
+    #[serde(skip_serializing_if = "crate::model::Compressions::is_none")]
+    pub compressions: crate::model::Compressions,
 }
 
 /// A run's outcome.
@@ -203,12 +208,12 @@ impl World<'_> {
                 wait_us: ag.wait_us,
                 last_activity_us: ag.last_activity.0,
                 series: ag.series.clone(),
-                tool_calls: ag
-                    .tool_calls
-                    .iter()
-                    .map(|(t, n)| (t.to_string(), *n))
-                    .collect(),
+                tool_calls: ag.tool_calls.iter().fold(BTreeMap::new(), |mut m, (t, n)| {
+                    *m.entry(t.to_string()).or_default() += n;
+                    m
+                }),
                 stubs: ag.stubs,
+                compressions: ag.compressions,
             })
             .collect();
         let mut summary = RunSummary {

@@ -1,0 +1,52 @@
+//! The context window before each model call: Hermes's compression gate, the summary call it
+//! makes, and the turn that dies of its context ([`loopsim_engine::turn::compression`]).
+
+use super::*;
+
+impl World<'_> {
+    /// Hermes's context check before a model call: the time a compression takes first, or
+    /// none when the context no longer fits and the turn has died of it.
+    pub(super) fn context_gate(&mut self, a: AgentId) -> Option<Duration> {
+        let ag = &mut self.agents[a];
+        match ag.script.context_gate() {
+            ContextGate::Send => Some(Duration::ZERO),
+            ContextGate::Exhausted => {
+                ag.gov.context_exhausted();
+                if self.trace.enabled() {
+                    let mut e = self.event(a, "context_exhausted");
+                    e.input_tokens = Some(self.agents[a].script.context());
+                    self.trace.line(&e);
+                }
+                None
+            }
+            ContextGate::Compressed(c) => {
+                let price = &ag.script.model().price;
+                let made = &mut ag.compressions;
+                made.calls += 1;
+                made.input_tokens += c.input_tokens;
+                made.output_tokens += c.output_tokens;
+                made.latency_us += c.latency.0;
+                let u = Usage {
+                    cost_micro_usd: crate::model::cost_micro_usd(
+                        price,
+                        c.input_tokens,
+                        0,
+                        c.output_tokens,
+                    ),
+                    ..Usage::default()
+                };
+                self.account(a, &u);
+                if self.trace.enabled() {
+                    let mut e = self.event(a, "compression");
+                    e.input_tokens = Some(c.input_tokens);
+                    e.output_tokens = Some(c.output_tokens);
+                    e.latency_us = Some(c.latency.0);
+                    e.count = Some(c.attempt);
+                    e.detail = Some(format!("context {} -> {} tokens", c.before, c.after));
+                    self.trace.line(&e);
+                }
+                Some(c.latency)
+            }
+        }
+    }
+}
