@@ -4,7 +4,8 @@
 //! 2. `engine/v0_19_before_after` vs Hermes 0.19.0's Python controller in-process
 //!    (`benches/python_controller.py`, target: at least 20x faster);
 //! 3. `process/loopsim_guard_0_19` vs `tests/conformance/hermes_driver.py` on the same
-//!    200,000-line stream (target: at least 10x faster);
+//!    200,000-line stream (target: at least 10x faster), and on every stream of
+//!    `streams.rs` against the driver and the floor (read + SHA-256) measured beside it;
 //! 4. `sim/incident_run`: the whole 84-minute incident scenario (target: under 1 ms);
 //! 5. `sweep/runs_1_thread` vs `sweep/runs_2_threads` (target: at least 1.8x), and the peak
 //!    memory of a 100,000-run sweep against a 10,000-run one (target: flat).
@@ -25,6 +26,8 @@ mod process;
 mod seq;
 #[path = "suite/sim.rs"]
 mod sim;
+#[path = "suite/streams.rs"]
+mod streams;
 #[path = "suite/support.rs"]
 mod support;
 #[path = "suite/sweep.rs"]
@@ -168,6 +171,10 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence) {
                 ));
             }
             Err(e) => println!("python process: skipped: {e}"),
+        }
+        match streams::rows(ctx, seq, runs) {
+            Ok(r) => rows.extend(r),
+            Err(e) => println!("guard streams: skipped: {e}"),
         }
     }
 

@@ -39,7 +39,7 @@ pub fn stream_path(ctx: &Ctx) -> PathBuf {
 }
 
 /// Generates the stream if it is not there yet.
-fn ensure_stream(ctx: &Ctx) -> Result<PathBuf, String> {
+pub fn ensure_stream(ctx: &Ctx) -> Result<PathBuf, String> {
     let path = stream_path(ctx);
     if path.exists() {
         return Ok(path);

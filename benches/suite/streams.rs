@@ -1,0 +1,208 @@
+//! The guard process on several request streams, each against Hermes 0.19.0's driver on the
+//! same stream and against the floor measured in the same run: reading the stream's bytes and
+//! SHA-256 of every call's canonical argument bytes and result bytes (what any controller must
+//! do at least). Streams (200,000 lines each, written once to `target/loopsim-bench/`):
+//!
+//! - `conformance`: `tests/conformance/gen_sequences.py --seed 7` (odd arguments and results:
+//!   unicode, floats, big integers, non-object arguments, failure-looking results);
+//! - `engine-sequence`: the engine benches' calls (`seq.rs`: 77 B of arguments, 1,225 B of
+//!   result on average), repeated;
+//! - `short-results`: the same calls with results of under 40 bytes.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use loopsim_engine::json;
+use sha2::{Digest, Sha256};
+
+use crate::process::{self, LINES, loopsim_bin, run_once};
+use crate::seq::{Item, Sequence, js};
+use crate::support::{Ctx, root};
+
+/// A stream: its name, what it is, and where it is written.
+pub struct Stream {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub path: PathBuf,
+}
+
+pub fn streams(ctx: &Ctx, seq: &Sequence) -> Result<Vec<Stream>, String> {
+    let conformance = process::ensure_stream(ctx)?;
+    let engine = ctx
+        .out_dir
+        .join(format!("guard-engine-sequence-{LINES}.jsonl"));
+    let short = ctx
+        .out_dir
+        .join(format!("guard-short-results-{LINES}.jsonl"));
+    for (path, short_results) in [(&engine, false), (&short, true)] {
+        if !path.exists() {
+            write_stream(seq, path, short_results)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(vec![
+        Stream {
+            name: "conformance",
+            what: "the conformance generator's (odd arguments and results)",
+            path: conformance,
+        },
+        Stream {
+            name: "engine-sequence",
+            what: "the engine benches' calls (1,225 B results)",
+            path: engine,
+        },
+        Stream {
+            name: "short-results",
+            what: "the same calls with results under 40 B",
+            path: short,
+        },
+    ])
+}
+
+/// The sequence as `before`/`after` request pairs (`reset` at turn boundaries), repeated to
+/// exactly [`LINES`] lines.
+fn write_stream(seq: &Sequence, path: &Path, short_results: bool) -> std::io::Result<()> {
+    let mut out = String::new();
+    let mut lines = 0u64;
+    'fill: loop {
+        for (k, item) in seq.items.iter().enumerate() {
+            let (line_a, line_b) = match item {
+                Item::Reset => ("{\"op\":\"reset\"}".to_string(), None),
+                Item::Call(c) => {
+                    let result = if short_results {
+                        format!("{{\"ok\": true, \"n\": {}}}", k % 7)
+                    } else {
+                        std::str::from_utf8(&c.result).expect("UTF-8").to_string()
+                    };
+                    let tool = js(&c.tool);
+                    (
+                        format!(
+                            "{{\"op\":\"before\",\"tool\":{tool},\"args\":{}}}",
+                            c.args_json
+                        ),
+                        Some(format!(
+                            "{{\"op\":\"after\",\"tool\":{tool},\"args\":{},\"result\":{},\"failed\":{}}}",
+                            c.args_json,
+                            js(&result),
+                            c.failed
+                        )),
+                    )
+                }
+            };
+            for l in std::iter::once(line_a).chain(line_b) {
+                if lines == LINES {
+                    break 'fill;
+                }
+                let _ = writeln!(out, "{l}");
+                lines += 1;
+            }
+        }
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, out)?;
+    std::fs::rename(tmp, path)
+}
+
+/// The bytes the floor hashes: each `after` line's canonical arguments and its result.
+fn floor_inputs(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let v = json::parse_strict(line).map_err(|e| format!("{}: {e}", path.display()))?;
+        if v.get("op").and_then(|o| o.as_str_bytes()) != Some(b"after") {
+            continue;
+        }
+        let args = v.get("args").map(json::canonical).unwrap_or_default();
+        out.push(args);
+        if let Some(r) = v.get("result").and_then(|r| r.as_str_bytes()) {
+            out.push(r.to_vec());
+        }
+    }
+    Ok(out)
+}
+
+/// The floor's time: read the stream, hash the bytes; best of `runs`.
+fn floor(path: &Path, runs: usize) -> Result<Duration, String> {
+    let inputs = floor_inputs(path)?;
+    let mut best = Duration::MAX;
+    for _ in 0..runs.max(1) {
+        let start = Instant::now();
+        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+        black_box(&bytes);
+        for b in &inputs {
+            black_box(Sha256::digest(black_box(b)));
+        }
+        best = best.min(start.elapsed());
+    }
+    Ok(best)
+}
+
+/// Hermes's controller in-process on a stream: ns per request (`benches/python_guard_stream.py`).
+fn python_in_process(py: &Path, stream: &Path, reps: usize) -> Result<f64, String> {
+    let out = Command::new(py)
+        .arg(root().join("benches/python_guard_stream.py"))
+        .arg(stream)
+        .args(["--reps", &reps.max(1).to_string()])
+        .output()
+        .map_err(|e| format!("{}: {e}", py.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "python_guard_stream.py failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse::<f64>()
+        .map_err(|e| format!("python_guard_stream.py printed no number: {e}"))
+}
+
+/// One row per stream: loopsim's whole process per request (best of `runs`), Hermes's
+/// controller in-process per request, and the floor per request; the driver's answers on
+/// the same stream must be loopsim's, byte for byte.
+pub fn rows(ctx: &Ctx, seq: &Sequence, runs: usize) -> Result<Vec<String>, String> {
+    let py = ctx
+        .python
+        .as_ref()
+        .ok_or_else(|| ctx.python_missing.clone())?;
+    let bin = loopsim_bin();
+    let lines = LINES as f64;
+    let mut rows = Vec::new();
+    for s in streams(ctx, seq)? {
+        let ours_out = ctx.out_dir.join(format!("{}.loopsim.out", s.name));
+        let theirs_out = ctx.out_dir.join(format!("{}.hermes.out", s.name));
+        let mut ours = Duration::MAX;
+        for _ in 0..runs.max(1) {
+            let mut cmd = Command::new(&bin);
+            cmd.args(["guard", "--profile", "hermes-0.19.0"]);
+            ours = ours.min(run_once(&mut cmd, &s.path, &ours_out)?);
+        }
+        let mut cmd = Command::new(py);
+        cmd.arg(root().join("tests/conformance/hermes_driver.py"));
+        run_once(&mut cmd, &s.path, &theirs_out)?;
+        let same = std::fs::read(&ours_out).ok() == std::fs::read(&theirs_out).ok();
+        let python_ns = python_in_process(py, &s.path, runs)?;
+        let floor_ns = floor(&s.path, runs.max(3))?.as_nanos() as f64 / lines;
+        let ours_ns = ours.as_nanos() as f64 / lines;
+        rows.push(format!(
+            "| `loopsim guard` process per request, stream `{}` ({}; {}k lines), vs Hermes 0.19.0's controller in-process, and vs the floor (read + SHA-256){} | {:.2} us | {:.2} us / {:.2} us | {:.1}x faster / {:.1}x the floor | >= 20x / <= 3x |",
+            s.name,
+            s.what,
+            LINES / 1000,
+            if same { "" } else { " (ANSWERS DIFFER)" },
+            ours_ns / 1e3,
+            python_ns / 1e3,
+            floor_ns / 1e3,
+            python_ns / ours_ns,
+            ours_ns / floor_ns
+        ));
+    }
+    Ok(rows)
+}
