@@ -208,7 +208,9 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
         "user_turns": sc.file.agents["parent"].turns.iter().enumerate()
             .map(|(k, _)| format!("The user's next message (loopsim scenario {}, user turn {}).", sc.file.name, k + 2))
             .collect::<Vec<_>>(),
-        "background_wait_s": 60,
+        // Background children run at the dispatcher's virtual pace, so a large fan-out may still
+        // be working when the turn ends: wait for each completion up to this many seconds.
+        "background_wait_s": 300,
     });
     let spec_path = dir.0.join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).map_err(LiveRunError::Temp)?;

@@ -133,6 +133,9 @@ pub struct LiveWorld {
     interrupt_at_us: Option<u64>,
     events: Vec<Event>,
     next_reply: u64,
+    /// Background children (by name) and the agent that dispatched them: the runtime's
+    /// threads run them at their own pace, which virtual time must lead ([`Self::must_wait`]).
+    background_of: HashMap<String, usize>,
 }
 
 impl LiveWorld {
@@ -154,6 +157,7 @@ impl LiveWorld {
                 .map(|t| Duration::from_secs_f64(*t.get_ref()).0),
             events: Vec::new(),
             next_reply: 0,
+            background_of: HashMap::new(),
         };
         w.add_agent("parent", "parent", 0);
         w
@@ -351,6 +355,12 @@ impl LiveWorld {
     /// Whether a request must wait for children to catch up in virtual time before it is
     /// answered: the agent's step repeats until its children are done, and some child is
     /// behind the agent's clock and still running (threads run at their own pace).
+    ///
+    /// Background children and their dispatcher are also kept in step, so that what the
+    /// runtime sees at a moment of virtual time (is its async pool full?) is what the
+    /// simulation has at that moment: a background child whose clock is ahead of its
+    /// dispatcher's waits while the dispatcher's turn is open, and a dispatcher waits while
+    /// one of its running background children is behind it.
     pub fn must_wait(&mut self, req: &ChatRequest) -> bool {
         if self.is_approval(req) {
             return false;
@@ -358,6 +368,23 @@ impl LiveWorld {
         let Ok(a) = self.agent_of(req) else {
             return false;
         };
+        let clock = self.agents[a].clock_us;
+        if let Some(&p) = self.background_of.get(self.agents[a].script.name())
+            && self.agents[p].turn_open
+            && clock > self.agents[p].clock_us
+        {
+            return true;
+        }
+        let behind = self.background_of.iter().any(|(child, &p)| {
+            p == a
+                && self
+                    .by_name
+                    .get(child)
+                    .is_some_and(|&c| !self.agents[c].finished && self.agents[c].clock_us < clock)
+        });
+        if behind {
+            return true;
+        }
         !self.agents[a].round.is_empty()
             && self.agents[a].script.waits_for_children()
             && self.children_state(a) == Children::Unknown

@@ -128,6 +128,11 @@ impl LiveWorld {
             // waited for the last of them, and their reports join its context.
             self.children_report(a, &names);
         }
+        if !failed && background {
+            for n in &names {
+                self.background_of.insert(n.clone(), a);
+            }
+        }
         let mut e = self.event(a, "tool_call");
         e.call = Some(self.agents[a].calls);
         e.tool = Some("delegate_task".into());
