@@ -1,6 +1,6 @@
 //! `loopsim guard`: the guardrail controller over JSON lines (docs/guard-protocol.md).
 
-use std::io::{BufRead, BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -28,7 +28,7 @@ fn load_config(
 }
 
 /// The longest request line `guard` reads.
-const MAX_LINE: u64 = 64 << 20;
+const MAX_LINE: usize = 64 << 20;
 
 fn io(e: std::io::Error) -> anyhow::Error {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -38,37 +38,97 @@ fn io(e: std::io::Error) -> anyhow::Error {
     }
 }
 
+/// Lines read in large chunks and handed out in place: no copy per line, and at most
+/// [`MAX_LINE`] bytes (plus a chunk) held, so a stream without newlines cannot fill memory.
+struct Lines<R> {
+    input: R,
+    data: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl<R: Read> Lines<R> {
+    const CHUNK: usize = 1 << 18;
+
+    fn new(input: R) -> Self {
+        Lines {
+            input,
+            data: vec![0; Self::CHUNK],
+            start: 0,
+            end: 0,
+            eof: false,
+        }
+    }
+
+    /// The next line without its newline; `Ok(None)` at the end; an error for a line longer
+    /// than [`MAX_LINE`] (`n` is its number).
+    fn next(&mut self, n: usize) -> Result<Option<&[u8]>> {
+        loop {
+            let pending = &self.data[self.start..self.end];
+            if let Some(at) = memchr::memchr(b'\n', pending) {
+                let line = self.start..self.start + at;
+                self.start += at + 1;
+                return Ok(Some(&self.data[line]));
+            }
+            if pending.len() > MAX_LINE {
+                bail!("stdin: line {n}: longer than {} MiB", MAX_LINE >> 20);
+            }
+            if self.eof {
+                if pending.is_empty() {
+                    return Ok(None);
+                }
+                let line = self.start..self.end;
+                self.start = self.end;
+                return Ok(Some(&self.data[line]));
+            }
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.data.len() - self.end < Self::CHUNK / 2 {
+                let len = (self.data.len() * 2).min(MAX_LINE + Self::CHUNK + 1);
+                self.data.resize(len.max(self.end + Self::CHUNK / 2), 0);
+            }
+            let read = loop {
+                match self.input.read(&mut self.data[self.end..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    r => break r.context("reading stdin")?,
+                }
+            };
+            self.end += read;
+            self.eof = read == 0;
+        }
+    }
+}
+
 pub fn run(profile: ProfileName, config: Option<&Path>, platform: Option<&str>) -> Result<()> {
     let cfg = load_config(profile, config, platform)?;
     let mut session = GuardSession::new(&cfg);
-    let mut stdin = std::io::stdin().lock();
-    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let mut buf = Vec::with_capacity(256);
-    let mut line = Vec::with_capacity(256);
+    let mut lines = Lines::new(std::io::stdin().lock());
+    let mut out = std::io::stdout().lock();
+    let mut buf = Vec::with_capacity(1 << 17);
     for n in 1.. {
-        line.clear();
-        // One line at most MAX_LINE bytes: a stream without newlines cannot fill memory.
-        let read = (&mut stdin)
-            .take(MAX_LINE + 1)
-            .read_until(b'\n', &mut line)
-            .context("reading stdin")?;
-        if read == 0 {
-            break;
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        } else if line.len() as u64 > MAX_LINE {
-            out.flush().map_err(io)?;
-            bail!("stdin: line {n}: longer than {} MiB", MAX_LINE >> 20);
-        }
-        buf.clear();
-        let handled = session.handle_line(&line, &mut buf);
-        out.write_all(&buf).map_err(io)?;
+        let line = match lines.next(n) {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                out.write_all(&buf).map_err(io)?;
+                out.flush().map_err(io)?;
+                return Err(e);
+            }
+        };
+        let handled = session.handle_line(line, &mut buf);
         if let Err(e) = handled {
+            out.write_all(&buf).map_err(io)?;
             out.flush().map_err(io)?;
             return Err(anyhow::Error::new(e).context("stdin"));
         }
+        if buf.len() >= 1 << 16 {
+            out.write_all(&buf).map_err(io)?;
+            buf.clear();
+        }
     }
+    out.write_all(&buf).map_err(io)?;
     out.flush().map_err(io)?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::json::{self, Value};
+use crate::json::{self, Canonicalizer, Kind, Value};
 
 /// A SHA-256 digest; prints as lowercase hex like Python's `hexdigest()`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -112,15 +112,43 @@ pub enum ResultHashing {
 
 /// Hermes's result hash of a tool result (`None` counts as the empty string).
 pub fn result_hash(result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
-    let text = result.unwrap_or(b"");
-    match json::parse(text) {
-        Err(_) | Ok(Value::Null) => Hash::of(text),
-        Ok(mut v) => {
-            if hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code" {
-                strip_execute_code_volatile(&mut v);
-            }
-            canonical_hash(&v)
+    thread_local! {
+        static HASHER: std::cell::RefCell<ResultHasher> = std::cell::RefCell::default();
+    }
+    HASHER.with(|h| h.borrow_mut().hash(result, tool, hashing))
+}
+
+/// Computes result hashes with reused scratch: the canonical text is printed straight from the
+/// result's text by [`Canonicalizer`], with no tree in between.
+#[derive(Clone, Debug, Default)]
+pub struct ResultHasher {
+    canon: Canonicalizer,
+    buf: Vec<u8>,
+}
+
+impl ResultHasher {
+    /// Hermes's result hash of a tool result (`None` counts as the empty string).
+    pub fn hash(&mut self, result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
+        let text = result.unwrap_or(b"");
+        if hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code" {
+            // Rare enough to take the tree: two fields come out before printing.
+            return match json::parse(text) {
+                Err(_) | Ok(Value::Null) => Hash::of(text),
+                Ok(mut v) => {
+                    strip_execute_code_volatile(&mut v);
+                    canonical_hash(&v)
+                }
+            };
         }
+        self.buf.clear();
+        let h = match self.canon.canonical(text, &mut self.buf) {
+            Err(_) | Ok(Kind::Null) => Hash::of(text),
+            Ok(_) => Hash::of(&self.buf),
+        };
+        if self.buf.capacity() > 1 << 20 {
+            self.buf = Vec::new();
+        }
+        h
     }
 }
 
@@ -131,6 +159,7 @@ pub fn result_hash(result: Option<&[u8]>, tool: &str, hashing: ResultHashing) ->
 pub struct ResultHashCache {
     plain: rustc_hash::FxHashMap<Box<[u8]>, Hash>,
     stripped: rustc_hash::FxHashMap<Box<[u8]>, Hash>,
+    hasher: ResultHasher,
 }
 
 impl ResultHashCache {
@@ -148,7 +177,7 @@ impl ResultHashCache {
         if let Some(h) = map.get(text) {
             return *h;
         }
-        let h = result_hash(result, tool, hashing);
+        let h = self.hasher.hash(result, tool, hashing);
         if map.len() >= Self::CAPACITY {
             map.clear();
         }

@@ -46,6 +46,15 @@ fn error_mentions(error: Option<&Value>, needle: &str) -> bool {
     }
 }
 
+/// `needle` (lowercase ASCII) in `hay.lower()`, without building the lowered copy. ASCII case
+/// is enough for these needles: the only non-ASCII letters Python lowers to ASCII are the
+/// Kelvin sign (to `k`) and `İ` (to `i` plus a combining dot, which breaks the word).
+fn contains_ignoring_ascii_case(hay: &[u8], needle: &[u8]) -> bool {
+    let first = needle[0];
+    hay.windows(needle.len())
+        .any(|w| w[0] == first && w.eq_ignore_ascii_case(needle))
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }
@@ -79,9 +88,8 @@ pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bo
         return true;
     }
     let head = json::char_prefix(result, 500);
-    let lower: Vec<u8> = head.to_ascii_lowercase();
-    contains(&lower, b"\"error\"")
-        || contains(&lower, b"\"failed\"")
+    contains_ignoring_ascii_case(head, b"\"error\"")
+        || contains_ignoring_ascii_case(head, b"\"failed\"")
         || result.starts_with(b"Error")
 }
 

@@ -409,8 +409,19 @@ impl Controller {
 
     /// `before_call` with a precomputed signature (the args are still needed for loop caps).
     pub fn before_call_signed(&mut self, signature: Signature, args: &Value) -> Decision {
+        self.before_call_with(signature, || subagent_spawn_count(args))
+    }
+
+    /// `before_call` with a precomputed signature; `spawns` tells how many subagents the call
+    /// would start ([`subagent_spawn_count`] of its arguments), and is asked only of a
+    /// `delegate_task` call under loop caps.
+    pub fn before_call_with(
+        &mut self,
+        signature: Signature,
+        spawns: impl FnOnce() -> u32,
+    ) -> Decision {
         if self.rules.loop_caps
-            && let Some(block) = self.check_loop_cap(&signature, args)
+            && let Some(block) = self.check_loop_cap(&signature, spawns)
         {
             return block;
         }
@@ -447,7 +458,11 @@ impl Controller {
         Decision::allow(signature, 0)
     }
 
-    fn check_loop_cap(&mut self, signature: &Signature, args: &Value) -> Option<Decision> {
+    fn check_loop_cap(
+        &mut self,
+        signature: &Signature,
+        spawns: impl FnOnce() -> u32,
+    ) -> Option<Decision> {
         match &*signature.tool {
             "web_search" => {
                 let cap = self.config.loop_caps.max_web_searches;
@@ -465,7 +480,7 @@ impl Controller {
                 None
             }
             "delegate_task" => {
-                if subagent_spawn_count(args) == 0 {
+                if spawns() == 0 {
                     return None;
                 }
                 let cap = self.config.loop_caps.max_subagents;

@@ -1,11 +1,16 @@
 //! The guardrail controller over JSON lines (`loopsim guard`): the conformance interface.
 //! See `docs/guard-protocol.md`. Pure: it turns request bytes into answer bytes.
 
+mod request;
+
 use std::io::Write as _;
+use std::sync::Arc;
 
 use crate::config::EngineConfig;
-use crate::guardrails::{CallFacts, Controller, Decision};
+use crate::guardrails::{CallFacts, Controller, Decision, subagent_spawn_count};
+use crate::hash::Signature;
 use crate::json::{self, Value};
+use request::{Call, Op, RequestReader};
 
 /// A request line that does not follow the protocol.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,6 +25,29 @@ pub struct RequestError {
 pub struct GuardSession {
     controller: Controller,
     line: usize,
+    reader: RequestReader,
+    tools: ToolNames,
+}
+
+/// Tool names shared between signatures, so a call does not allocate its name again.
+#[derive(Debug, Clone, Default)]
+struct ToolNames(rustc_hash::FxHashMap<Box<str>, Arc<str>>);
+
+impl ToolNames {
+    /// Bounded: a stream of ever-new names starts the table over.
+    const CAPACITY: usize = 4096;
+
+    fn get(&mut self, tool: &str) -> Arc<str> {
+        if let Some(name) = self.0.get(tool) {
+            return name.clone();
+        }
+        if self.0.len() >= Self::CAPACITY {
+            self.0.clear();
+        }
+        let name: Arc<str> = tool.into();
+        self.0.insert(tool.into(), name.clone());
+        name
+    }
 }
 
 impl GuardSession {
@@ -27,6 +55,8 @@ impl GuardSession {
         GuardSession {
             controller: Controller::new(config.guardrails, config.rules),
             line: 0,
+            reader: RequestReader::default(),
+            tools: ToolNames::default(),
         }
     }
 
@@ -49,6 +79,12 @@ impl GuardSession {
             .iter()
             .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c'))
         {
+            return Ok(());
+        }
+        // Most lines are calls: read without a tree. Anything else takes the tree below.
+        if let Some(call) = self.reader.read(line) {
+            let call_answer = answer(&mut self.controller, &mut self.tools, call);
+            self.write_decision(&call_answer.0, call_answer.1, out);
             return Ok(());
         }
         // Strict: NaN and Infinity are not JSON, and the line must be UTF-8. (Result text is
@@ -144,7 +180,9 @@ impl GuardSession {
         out.extend_from_slice(d.action.as_str().as_bytes());
         out.extend_from_slice(b"\",\"code\":\"");
         out.extend_from_slice(d.code.as_str().as_bytes());
-        let _ = write!(out, "\",\"count\":{},\"args_hash\":\"", d.count);
+        out.extend_from_slice(b"\",\"count\":");
+        push_u32(out, d.count);
+        out.extend_from_slice(b",\"args_hash\":\"");
         out.extend_from_slice(&d.signature.args_hash.hex_bytes());
         out.extend_from_slice(b"\",\"halt\":");
         match self.controller.halt_decision() {
@@ -171,6 +209,53 @@ impl GuardSession {
         }
         out.extend_from_slice(b"}\n");
     }
+}
+
+/// Appends a number's decimal digits (answers print one or two per line; `write!` costs more
+/// than the rest of the answer).
+fn push_u32(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Decides a call read by the fast path, as the tree path decides it.
+fn answer(
+    c: &mut Controller,
+    tools: &mut ToolNames,
+    call: Call<'_>,
+) -> (Decision, Option<crate::guardrails::Observation>) {
+    let signature = Signature {
+        tool: tools.get(call.tool),
+        args_hash: call.args_hash,
+    };
+    if call.op == Op::Before {
+        // The canonical text parses back to the same arguments.
+        let spawns = || {
+            call.args
+                .and_then(|a| json::parse(a).ok())
+                .map_or(1, |v| subagent_spawn_count(&v))
+        };
+        return (c.before_call_with(signature, spawns), None);
+    }
+    let facts = CallFacts::with_signature(signature, call.result, c.rules());
+    let failed = call
+        .failed
+        .unwrap_or_else(|| c.classify(call.tool, call.result));
+    let d = c.after_call_facts(&facts, failed);
+    let obs = c
+        .rules()
+        .stall_guards
+        .then(|| c.observe_call(&facts, failed));
+    (d, obs)
 }
 
 #[cfg(test)]

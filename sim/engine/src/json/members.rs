@@ -1,0 +1,162 @@
+//! A strict JSON object read member by member, building nothing: each value is either decoded
+//! (a string the caller wants as text) or printed canonically. The guard reads its requests
+//! this way; anything it does not expect it hands to the tree parser, which has the last word
+//! on errors.
+
+use super::parse::Parser;
+use super::{Canonicalizer, Kind, ParseError};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    BeforeKey,
+    BeforeValue,
+    AfterValue,
+    End,
+}
+
+/// The members of the object a strict JSON text holds, in the order they are written
+/// (duplicates included: the last one is the one `json.loads` keeps).
+pub struct Members<'a> {
+    p: Parser<'a, true>,
+    state: State,
+}
+
+impl<'a> Members<'a> {
+    /// Starts on `text`; `None` when it does not start (after whitespace) with an object, or
+    /// is not UTF-8 (strict JSON never is: the tree parser names the byte).
+    pub fn new(text: &'a [u8]) -> Option<Members<'a>> {
+        let mut p = Parser::<true>::new(text);
+        // One check of the whole line is much cheaper than one per string run.
+        p.utf8 = text.is_ascii() || std::str::from_utf8(text).is_ok();
+        if !p.utf8 {
+            return None;
+        }
+        p.skip_ws();
+        if p.s.get(p.i) != Some(&b'{') {
+            return None;
+        }
+        p.i += 1;
+        p.skip_ws();
+        let state = if p.s.get(p.i) == Some(&b'}') {
+            p.i += 1;
+            State::End
+        } else {
+            State::BeforeKey
+        };
+        Some(Members { p, state })
+    }
+
+    /// The next member's key, printed canonically without its quotes into `key`; `false` at
+    /// the end of the object.
+    pub fn next_key(&mut self, key: &mut Vec<u8>) -> Result<bool, ParseError> {
+        let p = &mut self.p;
+        match self.state {
+            State::End => return Ok(false),
+            State::BeforeValue => return Err(p.err("expecting value")),
+            State::AfterValue => {
+                p.skip_ws();
+                match p.s.get(p.i) {
+                    Some(b',') => {
+                        p.i += 1;
+                        p.skip_ws();
+                    }
+                    Some(b'}') => {
+                        p.i += 1;
+                        self.state = State::End;
+                        return Ok(false);
+                    }
+                    _ => return Err(p.err("expecting ',' delimiter")),
+                }
+            }
+            State::BeforeKey => {}
+        }
+        if p.s.get(p.i) != Some(&b'"') {
+            return Err(p.err("expecting property name enclosed in double quotes"));
+        }
+        p.i += 1;
+        key.clear();
+        let plain = p.plain_run();
+        if p.s.get(p.i + plain) == Some(&b'"') {
+            // No escape: the key prints as it is written.
+            key.extend_from_slice(&p.s[p.i..p.i + plain]);
+            p.i += plain + 1;
+        } else {
+            super::canon::string(p, key)?;
+            key.remove(0);
+            key.pop();
+        }
+        p.skip_ws();
+        if p.s.get(p.i) != Some(&b':') {
+            return Err(p.err("expecting ':' delimiter"));
+        }
+        p.i += 1;
+        p.skip_ws();
+        self.state = State::BeforeValue;
+        Ok(true)
+    }
+
+    /// Reads the current member's value. A string goes decoded into `text` when one is given;
+    /// anything else is printed canonically into `printed` (both are cleared first).
+    pub fn value(
+        &mut self,
+        canon: &mut Canonicalizer,
+        text: Option<&mut Vec<u8>>,
+        printed: &mut Vec<u8>,
+    ) -> Result<Kind, ParseError> {
+        let p = &mut self.p;
+        if self.state != State::BeforeValue {
+            return Err(p.err("expecting property name enclosed in double quotes"));
+        }
+        self.state = State::AfterValue;
+        if let Some(text) = text
+            && p.s.get(p.i) == Some(&b'"')
+        {
+            p.i += 1;
+            text.clear();
+            p.string_into(text)?;
+            return Ok(Kind::Str);
+        }
+        printed.clear();
+        canon.begin();
+        canon.value(p, 1, printed)
+    }
+
+    /// Where the reader is in the text (a value's span is the positions around [`Members::value`]).
+    pub fn position(&self) -> usize {
+        self.p.i
+    }
+
+    /// Skips the current member's value when it is written exactly as `earlier`, the span of a
+    /// value this reader's grammar accepted at this depth (a looping caller sends the same
+    /// arguments twice in a row). A complete value followed by a delimiter is the whole value,
+    /// so the bytes alone prove it; `false` (and nothing read) otherwise.
+    pub fn skip_if_written_as(&mut self, earlier: &[u8]) -> bool {
+        let p = &mut self.p;
+        if self.state != State::BeforeValue || earlier.is_empty() {
+            return false;
+        }
+        let rest = &p.s[p.i..];
+        let ends = matches!(
+            rest.get(earlier.len()),
+            None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+        );
+        if !(ends && rest.starts_with(earlier)) {
+            return false;
+        }
+        p.i += earlier.len();
+        self.state = State::AfterValue;
+        true
+    }
+
+    /// Checks that nothing but whitespace follows the object.
+    pub fn finish(mut self) -> Result<(), ParseError> {
+        if self.state != State::End {
+            return Err(self.p.err("expecting ',' delimiter"));
+        }
+        self.p.skip_ws();
+        if self.p.i != self.p.s.len() {
+            return Err(self.p.err("extra data"));
+        }
+        Ok(())
+    }
+}

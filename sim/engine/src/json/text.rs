@@ -1,0 +1,74 @@
+//! Python's `str` operations on WTF-8 text: length, prefix and `strip`.
+
+/// Counts code points in WTF-8 (Python's `len(str)`).
+pub fn char_len(s: &[u8]) -> usize {
+    s.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
+}
+
+/// Byte offset just past the first `n` code points (Python's `s[:n]`).
+pub fn char_prefix(s: &[u8], n: usize) -> &[u8] {
+    let mut seen = 0;
+    for (i, &b) in s.iter().enumerate() {
+        if (b & 0xC0) != 0x80 {
+            if seen == n {
+                return &s[..i];
+            }
+            seen += 1;
+        }
+    }
+    s
+}
+
+/// Python's `str.strip()` whitespace test for one code point.
+fn is_py_space(cp: u32) -> bool {
+    matches!(cp, 0x09..=0x0D | 0x1C..=0x20 | 0x85 | 0xA0 | 0x1680 | 0x2000..=0x200A
+        | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000)
+}
+
+/// Decodes WTF-8 into code points (input is trusted to be well formed).
+pub fn code_points(s: &[u8]) -> impl DoubleEndedIterator<Item = (usize, usize, u32)> + '_ {
+    let mut starts = Vec::new();
+    for (i, &b) in s.iter().enumerate() {
+        if (b & 0xC0) != 0x80 {
+            starts.push(i);
+        }
+    }
+    let n = starts.len();
+    (0..n).map(move |k| {
+        let a = starts[k];
+        let b = if k + 1 < n { starts[k + 1] } else { s.len() };
+        let bytes = &s[a..b];
+        let cp = match bytes.len() {
+            1 => bytes[0] as u32,
+            2 => ((bytes[0] as u32 & 0x1F) << 6) | (bytes[1] as u32 & 0x3F),
+            3 => {
+                ((bytes[0] as u32 & 0x0F) << 12)
+                    | ((bytes[1] as u32 & 0x3F) << 6)
+                    | (bytes[2] as u32 & 0x3F)
+            }
+            _ => {
+                ((bytes[0] as u32 & 0x07) << 18)
+                    | ((bytes[1] as u32 & 0x3F) << 12)
+                    | ((bytes[2] as u32 & 0x3F) << 6)
+                    | (bytes.get(3).copied().unwrap_or(0) as u32 & 0x3F)
+            }
+        };
+        (a, b, cp)
+    })
+}
+
+/// Python's `str.strip()` on WTF-8.
+pub fn py_strip(s: &[u8]) -> &[u8] {
+    let start = code_points(s)
+        .find(|&(_, _, cp)| !is_py_space(cp))
+        .map(|(a, _, _)| a);
+    let Some(start) = start else {
+        return &s[s.len()..];
+    };
+    let end = code_points(s)
+        .rev()
+        .find(|&(_, _, cp)| !is_py_space(cp))
+        .map(|(_, b, _)| b)
+        .unwrap_or(s.len());
+    &s[start..end]
+}
