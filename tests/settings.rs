@@ -668,7 +668,7 @@ fn errors_name_the_right_place() {
             "inline-table-value",
             "latency_s = 1.0\noutput_tokens = 10",
             "latency_s = 1.0\noutput_tokens = 10\nprice = { input = 3.0,\n  output = -1.0 }",
-            ":14: models.m.price.output: -1 is not a non-negative price",
+            ":14: models.m.price.output: -1 is not a price from 0 to 1e6 dollars per million tokens",
         ),
         (
             "inline-key",

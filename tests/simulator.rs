@@ -373,12 +373,12 @@ fn bad_scenarios_name_file_line_and_key() {
         (
             "negative-latency",
             GOOD.replace("latency_s = 0.5", "latency_s = -0.5"),
-            ":11: tools.read_file.latency_s: -0.5 is not a non-negative number",
+            ":11: tools.read_file.latency_s: -0.5 is not a number from 0 to 1e9",
         ),
         (
             "bad-uniform",
             GOOD.replace("latency_s = 0.5", "latency_s = { uniform = [3, 1] }"),
-            ":11: tools.read_file.latency_s: uniform [3, 1] needs 0 <= a <= b",
+            ":11: tools.read_file.latency_s: uniform [3, 1] needs 0 <= a <= b <= 1e9",
         ),
         (
             "missing-child",

@@ -7,8 +7,12 @@ use serde::Serialize;
 use crate::scenario::{Dist, Price};
 
 impl Dist {
-    /// One draw (never negative).
+    /// One draw, from 0 to [`Dist::MAX`] (a long tail is cut there).
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> f64 {
+        self.draw(rng).min(Dist::MAX)
+    }
+
+    fn draw(&self, rng: &mut ChaCha8Rng) -> f64 {
         match self {
             Dist::Fixed(x) => *x,
             Dist::Spec(s) => {
@@ -149,19 +153,21 @@ impl Usage {
         }
     }
 
+    /// Sums saturate: a figure at its integer's end stays there rather than wrapping.
     pub fn add(&mut self, o: &Usage) {
-        self.model_calls += o.model_calls;
-        self.input_tokens += o.input_tokens;
-        self.cache_read_tokens += o.cache_read_tokens;
-        self.cache_write_tokens += o.cache_write_tokens;
-        self.output_tokens += o.output_tokens;
-        self.model_latency_us += o.model_latency_us;
-        self.tool_time_us += o.tool_time_us;
-        self.approval_calls += o.approval_calls;
-        self.approval_input_tokens += o.approval_input_tokens;
-        self.approval_output_tokens += o.approval_output_tokens;
-        self.approval_latency_us += o.approval_latency_us;
-        self.cost_micro_usd += o.cost_micro_usd;
+        let sum = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        sum(&mut self.model_calls, o.model_calls);
+        sum(&mut self.input_tokens, o.input_tokens);
+        sum(&mut self.cache_read_tokens, o.cache_read_tokens);
+        sum(&mut self.cache_write_tokens, o.cache_write_tokens);
+        sum(&mut self.output_tokens, o.output_tokens);
+        sum(&mut self.model_latency_us, o.model_latency_us);
+        sum(&mut self.tool_time_us, o.tool_time_us);
+        sum(&mut self.approval_calls, o.approval_calls);
+        sum(&mut self.approval_input_tokens, o.approval_input_tokens);
+        sum(&mut self.approval_output_tokens, o.approval_output_tokens);
+        sum(&mut self.approval_latency_us, o.approval_latency_us);
+        sum(&mut self.cost_micro_usd, o.cost_micro_usd);
     }
 
     pub fn cost_usd(&self) -> f64 {

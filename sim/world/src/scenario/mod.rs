@@ -100,10 +100,16 @@ pub struct DistSpec {
 }
 
 impl Dist {
+    /// The largest value a distribution may name or draw (a billion seconds or tokens): past
+    /// it, durations and token sums would overflow.
+    pub const MAX: f64 = 1e9;
+
     fn check(&self) -> Result<(), String> {
-        let ok = |x: f64| x.is_finite() && x >= 0.0;
+        let ok = |x: f64| x.is_finite() && (0.0..=Self::MAX).contains(&x);
         match self {
-            Dist::Fixed(x) if !ok(*x) => Err(format!("{x} is not a non-negative number")),
+            Dist::Fixed(x) if !ok(*x) => {
+                Err(format!("{x} is not a number from 0 to {:e}", Self::MAX))
+            }
             Dist::Fixed(_) => Ok(()),
             Dist::Spec(s) => {
                 let set = [
@@ -117,20 +123,20 @@ impl Dist {
                 if let Some([a, b]) = s.uniform
                     && !(ok(a) && ok(b) && a <= b)
                 {
-                    return Err(format!("uniform [{a}, {b}] needs 0 <= a <= b"));
+                    return Err(format!("uniform [{a}, {b}] needs 0 <= a <= b <= 1e9"));
                 }
                 if let Some([m, sd]) = s.normal
                     && !(ok(m) && ok(sd))
                 {
                     return Err(format!(
-                        "normal [{m}, {sd}] needs a non-negative mean and sd"
+                        "normal [{m}, {sd}] needs a mean and sd from 0 to 1e9"
                     ));
                 }
                 if let Some([m, sg]) = s.lognormal
                     && !(ok(m) && m > 0.0 && ok(sg))
                 {
                     return Err(format!(
-                        "lognormal [{m}, {sg}] needs a positive median and a non-negative sigma"
+                        "lognormal [{m}, {sg}] needs a median above 0 and a sigma from 0, both at most 1e9"
                     ));
                 }
                 Ok(())

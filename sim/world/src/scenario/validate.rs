@@ -68,10 +68,12 @@ impl Scenario {
                 ("cache_write", m.price.cache_write.unwrap_or(0.0)),
                 ("output", m.price.output),
             ] {
-                if !(p.is_finite() && p >= 0.0) {
+                // A million dollars per million tokens is far past any price, and keeps a long
+                // sweep's sums inside their integers.
+                if !(p.is_finite() && (0.0..=1e6).contains(&p)) {
                     return l.err(
                         &format!("models.{name}.price.{k}"),
-                        format!("{p} is not a non-negative price"),
+                        format!("{p} is not a price from 0 to 1e6 dollars per million tokens"),
                     );
                 }
             }
