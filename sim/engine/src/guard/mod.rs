@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::config::EngineConfig;
 use crate::guardrails::{CallFacts, Controller, Decision, subagent_spawn_count};
-use crate::hash::Signature;
+use crate::hash::{Hash, Signature};
 use crate::json::{self, Value};
 use request::{Call, Op, RequestReader};
 
@@ -27,26 +27,56 @@ pub struct GuardSession {
     line: usize,
     reader: RequestReader,
     tools: ToolNames,
+    hex: LastHex,
+    /// Calls read without a tree (off only to test the two paths against each other).
+    fast: bool,
+}
+
+/// The last hash printed, in hex: an `after` prints its `before`'s arguments hash again.
+#[derive(Debug, Clone)]
+struct LastHex {
+    hash: Option<Hash>,
+    hex: [u8; 64],
+}
+
+impl Default for LastHex {
+    fn default() -> Self {
+        LastHex {
+            hash: None,
+            hex: [b'0'; 64],
+        }
+    }
+}
+
+impl LastHex {
+    fn of(&mut self, h: Hash) -> &[u8; 64] {
+        if self.hash != Some(h) {
+            self.hex = h.hex_bytes();
+            self.hash = Some(h);
+        }
+        &self.hex
+    }
 }
 
 /// Tool names shared between signatures, so a call does not allocate its name again.
 #[derive(Debug, Clone, Default)]
-struct ToolNames(rustc_hash::FxHashMap<Box<str>, Arc<str>>);
+struct ToolNames(rustc_hash::FxHashMap<Box<[u8]>, Arc<str>>);
 
 impl ToolNames {
     /// Bounded: a stream of ever-new names starts the table over.
     const CAPACITY: usize = 4096;
 
-    fn get(&mut self, tool: &str) -> Arc<str> {
+    /// The shared name, or `None` when the bytes are not UTF-8 (an escaped lone surrogate).
+    fn get(&mut self, tool: &[u8]) -> Option<Arc<str>> {
         if let Some(name) = self.0.get(tool) {
-            return name.clone();
+            return Some(name.clone());
         }
+        let name: Arc<str> = std::str::from_utf8(tool).ok()?.into();
         if self.0.len() >= Self::CAPACITY {
             self.0.clear();
         }
-        let name: Arc<str> = tool.into();
         self.0.insert(tool.into(), name.clone());
-        name
+        Some(name)
     }
 }
 
@@ -57,7 +87,17 @@ impl GuardSession {
             line: 0,
             reader: RequestReader::default(),
             tools: ToolNames::default(),
+            hex: LastHex::default(),
+            fast: true,
         }
+    }
+
+    /// The same session reading every line through the tree path: the reference the fast
+    /// path is tested against.
+    #[doc(hidden)]
+    pub fn tree_only(mut self) -> Self {
+        self.fast = false;
+        self
     }
 
     pub fn controller(&self) -> &Controller {
@@ -82,8 +122,11 @@ impl GuardSession {
             return Ok(());
         }
         // Most lines are calls: read without a tree. Anything else takes the tree below.
-        if let Some(call) = self.reader.read(line) {
-            let call_answer = answer(&mut self.controller, &mut self.tools, call);
+        if self.fast
+            && let Some(call) = self.reader.read(line)
+            && let Some(tool) = self.tools.get(call.tool)
+        {
+            let call_answer = answer(&mut self.controller, tool, call);
             self.write_decision(&call_answer.0, call_answer.1, out);
             return Ok(());
         }
@@ -171,7 +214,7 @@ impl GuardSession {
     }
 
     fn write_decision(
-        &self,
+        &mut self,
         d: &Decision,
         obs: Option<crate::guardrails::Observation>,
         out: &mut Vec<u8>,
@@ -183,7 +226,7 @@ impl GuardSession {
         out.extend_from_slice(b"\",\"count\":");
         push_u32(out, d.count);
         out.extend_from_slice(b",\"args_hash\":\"");
-        out.extend_from_slice(&d.signature.args_hash.hex_bytes());
+        out.extend_from_slice(self.hex.of(d.signature.args_hash));
         out.extend_from_slice(b"\",\"halt\":");
         match self.controller.halt_decision() {
             None => out.extend_from_slice(b"null"),
@@ -230,11 +273,11 @@ fn push_u32(out: &mut Vec<u8>, mut n: u32) {
 /// Decides a call read by the fast path, as the tree path decides it.
 fn answer(
     c: &mut Controller,
-    tools: &mut ToolNames,
+    tool: Arc<str>,
     call: Call<'_>,
 ) -> (Decision, Option<crate::guardrails::Observation>) {
     let signature = Signature {
-        tool: tools.get(call.tool),
+        tool,
         args_hash: call.args_hash,
     };
     if call.op == Op::Before {
@@ -249,7 +292,7 @@ fn answer(
     let facts = CallFacts::with_signature(signature, call.result, c.rules());
     let failed = call
         .failed
-        .unwrap_or_else(|| c.classify(call.tool, call.result));
+        .unwrap_or_else(|| c.classify(&facts.signature.tool, call.result));
     let d = c.after_call_facts(&facts, failed);
     let obs = c
         .rules()

@@ -16,7 +16,8 @@ pub(super) enum Op {
 /// A well-formed `before` or `after` request, borrowed from the reader's buffers.
 pub(super) struct Call<'r> {
     pub op: Op,
-    pub tool: &'r str,
+    /// As decoded (the guard checks it is UTF-8 when it first meets the name).
+    pub tool: &'r [u8],
     /// The canonical arguments when they are an object (`None`: they count as `{}`).
     pub args: Option<&'r [u8]>,
     pub args_hash: Hash,
@@ -64,16 +65,64 @@ struct Seen {
 impl RequestReader {
     /// The line as a call, or `None` when the tree path must decide.
     pub(super) fn read(&mut self, line: &[u8]) -> Option<Call<'_>> {
-        let mut m = Members::new(line)?;
         let mut seen = Seen {
             failed_ok: true,
             id_ok: true,
             ..Seen::default()
         };
-        let r = &mut *self;
-        while m.next_key(&mut r.key).ok()? {
+        let mut m = match self.usual_opening(line, &mut seen) {
+            Some(at) => Members::resume(line, at)?,
+            None => Members::new(line)?,
+        };
+        // The key buffer is lent out while the members fill the other buffers.
+        let mut key = std::mem::take(&mut self.key);
+        let read = self.members(&mut m, &mut key, &mut seen);
+        self.key = key;
+        read?;
+        m.finish().ok()?;
+        self.call(seen)
+    }
+
+    /// Reads `{"op":"before","tool":"NAME"` or the same with `after`, the way every client
+    /// of the protocol writes a call's first two members, as bytes: the position after them,
+    /// or `None` for any other opening (the member reader takes the line from its start).
+    fn usual_opening(&mut self, line: &[u8], seen: &mut Seen) -> Option<usize> {
+        let (op, rest): (&[u8], _) =
+            if let Some(rest) = line.strip_prefix(b"{\"op\":\"before\",\"tool\":\"") {
+                (b"before", rest)
+            } else {
+                (
+                    b"after",
+                    line.strip_prefix(b"{\"op\":\"after\",\"tool\":\"")?,
+                )
+            };
+        // A name without escapes ends at the first quote; one with an escape takes the reader.
+        let end = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if rest[end] != b'"' {
+            return None;
+        }
+        self.op.clear();
+        self.op.extend_from_slice(op);
+        self.tool.clear();
+        self.tool.extend_from_slice(&rest[..end]);
+        seen.op = Some(Kind::Str);
+        seen.tool = Some(Kind::Str);
+        Some(line.len() - rest.len() + end + 1)
+    }
+
+    /// Reads every member into the buffers, noting what each field was.
+    fn members(
+        &mut self,
+        m: &mut Members<'_>,
+        key_buf: &mut Vec<u8>,
+        seen: &mut Seen,
+    ) -> Option<()> {
+        let r = self;
+        while let Some(key) = m.next_key(key_buf).ok()? {
             let canon = &mut r.canon;
-            match r.key.as_slice() {
+            match key {
                 b"op" => seen.op = Some(m.value(canon, Some(&mut r.op), &mut r.other).ok()?),
                 b"tool" => seen.tool = Some(m.value(canon, Some(&mut r.tool), &mut r.other).ok()?),
                 b"args" => {
@@ -86,7 +135,7 @@ impl RequestReader {
                     let start = m.position();
                     let kind = m.value(canon, None, &mut r.args).ok()?;
                     last.written.clear();
-                    last.written.extend_from_slice(&line[start..m.position()]);
+                    last.written.extend_from_slice(m.text(start));
                     last.hash = if kind == Kind::Object {
                         Hash::of(&r.args)
                     } else {
@@ -111,7 +160,11 @@ impl RequestReader {
                 }
             }
         }
-        m.finish().ok()?;
+        Some(())
+    }
+
+    /// The call the fields make, if they make one.
+    fn call(&self, seen: Seen) -> Option<Call<'_>> {
         let op = match (seen.op?, self.op.as_slice()) {
             (Kind::Str, b"before") => Op::Before,
             (Kind::Str, b"after") => Op::After,
@@ -120,7 +173,7 @@ impl RequestReader {
         if seen.tool? != Kind::Str {
             return None;
         }
-        let tool = std::str::from_utf8(&self.tool).ok()?;
+        let tool = self.tool.as_slice();
         let args = (seen.args? == Kind::Object).then_some(self.args.as_slice());
         let args_hash = self.last_args.hash;
         if op == Op::Before {

@@ -27,7 +27,7 @@ impl<'a> Members<'a> {
     pub fn new(text: &'a [u8]) -> Option<Members<'a>> {
         let mut p = Parser::<true>::new(text);
         // One check of the whole line is much cheaper than one per string run.
-        p.utf8 = text.is_ascii() || std::str::from_utf8(text).is_ok();
+        p.utf8 = std::str::from_utf8(text).is_ok();
         if !p.utf8 {
             return None;
         }
@@ -46,12 +46,30 @@ impl<'a> Members<'a> {
         Some(Members { p, state })
     }
 
-    /// The next member's key, printed canonically without its quotes into `key`; `false` at
-    /// the end of the object.
-    pub fn next_key(&mut self, key: &mut Vec<u8>) -> Result<bool, ParseError> {
+    /// Resumes on `text` just after a member's value at `at`, where the caller has read the
+    /// object's opening and first members itself. `None` when the text is not UTF-8.
+    pub fn resume(text: &'a [u8], at: usize) -> Option<Members<'a>> {
+        let mut p = Parser::<true>::new(text);
+        p.utf8 = std::str::from_utf8(text).is_ok();
+        if !p.utf8 || at > text.len() {
+            return None;
+        }
+        p.i = at;
+        Some(Members {
+            p,
+            state: State::AfterValue,
+        })
+    }
+
+    /// The next member's key as printed canonically, without its quotes: borrowed from the
+    /// text when it has no escape, else printed into `buf`. `None` at the end of the object.
+    pub fn next_key<'k>(&mut self, buf: &'k mut Vec<u8>) -> Result<Option<&'k [u8]>, ParseError>
+    where
+        'a: 'k,
+    {
         let p = &mut self.p;
         match self.state {
-            State::End => return Ok(false),
+            State::End => return Ok(None),
             State::BeforeValue => return Err(p.err("expecting value")),
             State::AfterValue => {
                 p.skip_ws();
@@ -63,7 +81,7 @@ impl<'a> Members<'a> {
                     Some(b'}') => {
                         p.i += 1;
                         self.state = State::End;
-                        return Ok(false);
+                        return Ok(None);
                     }
                     _ => return Err(p.err("expecting ',' delimiter")),
                 }
@@ -74,17 +92,19 @@ impl<'a> Members<'a> {
             return Err(p.err("expecting property name enclosed in double quotes"));
         }
         p.i += 1;
-        key.clear();
+        let start = p.i;
         let plain = p.plain_run();
-        if p.s.get(p.i + plain) == Some(&b'"') {
+        let key: &'k [u8] = if p.s.get(start + plain) == Some(&b'"') {
             // No escape: the key prints as it is written.
-            key.extend_from_slice(&p.s[p.i..p.i + plain]);
             p.i += plain + 1;
+            let text: &'a [u8] = p.s;
+            &text[start..start + plain]
         } else {
-            super::canon::string(p, key)?;
-            key.remove(0);
-            key.pop();
-        }
+            buf.clear();
+            super::canon::string(p, buf)?;
+            let n = buf.len();
+            &buf[1..n - 1]
+        };
         p.skip_ws();
         if p.s.get(p.i) != Some(&b':') {
             return Err(p.err("expecting ':' delimiter"));
@@ -92,7 +112,7 @@ impl<'a> Members<'a> {
         p.i += 1;
         p.skip_ws();
         self.state = State::BeforeValue;
-        Ok(true)
+        Ok(Some(key))
     }
 
     /// Reads the current member's value. A string goes decoded into `text` when one is given;
@@ -119,6 +139,12 @@ impl<'a> Members<'a> {
         printed.clear();
         canon.begin();
         canon.value(p, 1, printed)
+    }
+
+    /// The text from `start` (an earlier [`Members::position`]) to here.
+    pub fn text(&self, start: usize) -> &'a [u8] {
+        let text: &'a [u8] = self.p.s;
+        &text[start..self.p.i]
     }
 
     /// Where the reader is in the text (a value's span is the positions around [`Members::value`]).
