@@ -5,6 +5,18 @@ use crate::json::{self, Value};
 
 use super::tools::is_file_mutating;
 
+/// Whether `text` can decode to JSON holding the member `"key": literal` anywhere: the literal
+/// (`true`, `false`) has no escaped spelling, and the key is written as it is unless the text
+/// has an escape. A cheap, sound test before a parse: most results fail it.
+fn may_hold(text: &[u8], key: &str, literal: &[u8]) -> bool {
+    memchr::memmem::find(text, literal).is_some() && may_name(text, key)
+}
+
+/// Whether `text` can decode to JSON naming `key` (written as it is, or behind an escape).
+fn may_name(text: &[u8], key: &str) -> bool {
+    memchr::memmem::find(text, key.as_bytes()).is_some() || memchr::memchr(b'\\', text).is_some()
+}
+
 /// Parses after Python's `str.strip()`, as Hermes's result classifiers do.
 fn parse_stripped(result: &[u8]) -> Option<Value> {
     json::parse(json::py_strip(result)).ok()
@@ -13,6 +25,12 @@ fn parse_stripped(result: &[u8]) -> Option<Value> {
 /// A write_file or patch result proving the write landed (it counts as success and progress).
 pub fn file_mutation_landed(tool: &str, result: Option<&[u8]>) -> bool {
     if !is_file_mutating(tool) {
+        return false;
+    }
+    let Some(text) = result else {
+        return false;
+    };
+    if !(may_name(text, "bytes_written") || may_name(text, "success")) {
         return false;
     }
     let Some(data) = result.and_then(parse_stripped) else {
@@ -29,7 +47,9 @@ pub fn file_mutation_landed(tool: &str, result: Option<&[u8]>) -> bool {
 
 /// A harness refusal (`"guardrail_refusal": true`) carries `"error"` but is not a failure.
 pub fn is_guardrail_refusal(result: &[u8]) -> bool {
-    parse_stripped(result).is_some_and(|d| d.get("guardrail_refusal") == Some(&Value::Bool(true)))
+    may_hold(result, "guardrail_refusal", b"true")
+        && parse_stripped(result)
+            .is_some_and(|d| d.get("guardrail_refusal") == Some(&Value::Bool(true)))
 }
 
 /// Python's `needle in data.get("error", "")`: substring, list membership or key membership.
@@ -72,6 +92,9 @@ pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bo
         return false;
     }
     if tool == "terminal" {
+        if !may_name(result, "exit_code") {
+            return false;
+        }
         return match json::parse(result) {
             Ok(data @ Value::Object(_)) => match data.get("exit_code") {
                 None | Some(Value::Null) => false,
@@ -81,6 +104,7 @@ pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bo
         };
     }
     if tool == "memory"
+        && may_hold(result, "success", b"false")
         && let Ok(data @ Value::Object(_)) = json::parse(result)
         && data.get("success") == Some(&Value::Bool(false))
         && error_mentions(data.get("error"), "exceed the limit")
@@ -146,6 +170,116 @@ mod tests {
             Some(br#"{"error":"again","guardrail_refusal":true}"#),
             false
         ));
+    }
+
+    /// The classifier as it was before the pre-filters: every rule on the parsed tree.
+    fn by_tree(tool: &str, result: &[u8], refusals: bool) -> bool {
+        let stripped = parse_stripped(result);
+        let landed = is_file_mutating(tool)
+            && stripped.as_ref().is_some_and(|d| {
+                d.is_object()
+                    && !d.get("error").is_some_and(Value::truthy)
+                    && match tool {
+                        "write_file" => d.get("bytes_written").is_some(),
+                        _ => d.get("success") == Some(&Value::Bool(true)),
+                    }
+            });
+        if landed {
+            return false;
+        }
+        if refusals
+            && stripped
+                .as_ref()
+                .is_some_and(|d| d.get("guardrail_refusal") == Some(&Value::Bool(true)))
+        {
+            return false;
+        }
+        let parsed = json::parse(result);
+        if tool == "terminal" {
+            return match parsed {
+                Ok(data @ Value::Object(_)) => match data.get("exit_code") {
+                    None | Some(Value::Null) => false,
+                    Some(code) => !code.equals_zero(),
+                },
+                _ => false,
+            };
+        }
+        if tool == "memory"
+            && let Ok(data @ Value::Object(_)) = &parsed
+            && data.get("success") == Some(&Value::Bool(false))
+            && error_mentions(data.get("error"), "exceed the limit")
+        {
+            return true;
+        }
+        let head = json::char_prefix(result, 500);
+        contains(&head.to_ascii_lowercase(), b"\"error\"")
+            || contains(&head.to_ascii_lowercase(), b"\"failed\"")
+            || result.starts_with(b"Error")
+    }
+
+    #[test]
+    fn pre_filters_change_no_verdict() {
+        let keys = [
+            "\"exit_code\"",
+            "\"exit\\u005fcode\"",
+            "\"guardrail_refusal\"",
+            "\"guardrail\\u005frefusal\"",
+            "\"success\"",
+            "\"succ\\u0065ss\"",
+            "\"bytes_written\"",
+            "\"error\"",
+            "\"ERROR\"",
+            "\"x\"",
+        ];
+        let values = [
+            "true",
+            "false",
+            "null",
+            "0",
+            "1",
+            "0.0",
+            "\"0\"",
+            "\"would exceed the limit\"",
+            "[\"exceed the limit\"]",
+            "{\"exceed the limit\": 1}",
+            "\"a\\nb\"",
+            "{\"exit_code\": 2}",
+        ];
+        let tools = [
+            "terminal",
+            "memory",
+            "write_file",
+            "patch",
+            "read_file",
+            "web_search",
+        ];
+        let mut state = 11u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        for _ in 0..40_000 {
+            let members: Vec<String> = (0..next(4))
+                .map(|_| format!("{}: {}", keys[next(keys.len())], values[next(values.len())]))
+                .collect();
+            let mut text = format!("{{{}}}", members.join(", "));
+            match next(6) {
+                0 => text = format!("  {text}\n"),
+                1 => text = format!("[{text}]"),
+                2 => text.insert_str(0, "Error: "),
+                _ => {}
+            }
+            let tool = tools[next(tools.len())];
+            for refusals in [false, true] {
+                assert_eq!(
+                    classify_failure(tool, Some(text.as_bytes()), refusals),
+                    by_tree(tool, text.as_bytes(), refusals),
+                    "{tool} {text}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -121,7 +121,7 @@ impl Canonicalizer {
             Some(b'-' | b'0'..=b'9') => {
                 return Ok(match p.number_token()? {
                     Number::Int(digits) => {
-                        out.extend_from_slice(digits.as_bytes());
+                        out.extend_from_slice(digits);
                         Kind::Int
                     }
                     Number::Float(f) => {

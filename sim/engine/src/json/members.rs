@@ -27,7 +27,7 @@ impl<'a> Members<'a> {
     pub fn new(text: &'a [u8]) -> Option<Members<'a>> {
         let mut p = Parser::<true>::new(text);
         // One check of the whole line is much cheaper than one per string run.
-        p.utf8 = std::str::from_utf8(text).is_ok();
+        p.utf8 = super::is_utf8(text);
         if !p.utf8 {
             return None;
         }
@@ -50,7 +50,7 @@ impl<'a> Members<'a> {
     /// object's opening and first members itself. `None` when the text is not UTF-8.
     pub fn resume(text: &'a [u8], at: usize) -> Option<Members<'a>> {
         let mut p = Parser::<true>::new(text);
-        p.utf8 = std::str::from_utf8(text).is_ok();
+        p.utf8 = super::is_utf8(text);
         if !p.utf8 || at > text.len() {
             return None;
         }

@@ -19,7 +19,7 @@ pub use canon::{Canonicalizer, Kind};
 pub use members::Members;
 use parse::parse_with;
 pub use parse::push_code_point;
-pub use text::{char_len, char_prefix, code_points, py_strip};
+pub use text::{char_len, char_prefix, code_points, is_utf8, py_strip};
 pub use write::{Sink, canonical, float_repr, write_canonical};
 
 /// Python 3.11+ refuses to convert integer strings longer than this (`sys.int_info`).
@@ -213,6 +213,38 @@ mod tests {
                 reason: "invalid UTF-8 in a string"
             }
         );
+    }
+
+    #[test]
+    fn utf8_check_agrees_with_the_standard_library() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        let pieces: [&[u8]; 12] = [
+            b"abcdefgh",
+            b"x",
+            "é".as_bytes(),
+            "中".as_bytes(),
+            "\u{1F600}".as_bytes(),
+            b"\xff",
+            b"\xc3",
+            b"\xed\xa0\x80",
+            b"\xf4\x90\x80\x80",
+            b"\xe2\x82",
+            b"\x80",
+            b"\xc0\xaf",
+        ];
+        for _ in 0..50_000 {
+            let mut s = Vec::new();
+            for _ in 0..next() % 12 {
+                s.extend_from_slice(pieces[(next() % 12) as usize]);
+            }
+            assert_eq!(is_utf8(&s), std::str::from_utf8(&s).is_ok(), "{s:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@ use super::{MAX_DEPTH, MAX_INT_DIGITS, ParseError, Value};
 
 /// A number token: an int's digits as Python prints them, or a float.
 pub(super) enum Number<'a> {
-    Int(&'a str),
+    /// ASCII digits, a leading `-` allowed.
+    Int(&'a [u8]),
     Float(f64),
 }
 
@@ -135,7 +136,9 @@ impl<'a, const STRICT: bool> Parser<'a, STRICT> {
 
     fn number(&mut self) -> Result<Value, ParseError> {
         Ok(match self.number_token()? {
-            Number::Int(digits) => Value::Int(digits.into()),
+            Number::Int(digits) => {
+                Value::Int(std::str::from_utf8(digits).expect("ascii digits").into())
+            }
             Number::Float(f) => Value::Float(f),
         })
     }
@@ -175,18 +178,21 @@ impl<'a, const STRICT: bool> Parser<'a, STRICT> {
             }
         }
         let s: &'a [u8] = self.s;
-        let text = std::str::from_utf8(&s[start..self.i]).expect("ascii");
+        let text = &s[start..self.i];
         if is_float {
             // Rust and CPython both round decimal strings correctly; overflow gives infinity.
-            let f: f64 = text.parse().map_err(|_| self.err("bad float"))?;
+            let f: f64 = std::str::from_utf8(text)
+                .expect("ascii")
+                .parse()
+                .map_err(|_| self.err("bad float"))?;
             return Ok(Number::Float(f));
         }
-        let neg = text.starts_with('-');
+        let neg = text.starts_with(b"-");
         let digits = &s[if neg { start + 1 } else { start }..int_end];
         if digits.len() > MAX_INT_DIGITS {
             return Err(self.err("integer exceeds the 4300-digit conversion limit"));
         }
-        Ok(Number::Int(if digits == b"0" { "0" } else { text }))
+        Ok(Number::Int(if digits == b"0" { b"0" } else { text }))
     }
 
     pub(super) fn hex4(&mut self) -> Result<u32, ParseError> {
