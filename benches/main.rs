@@ -1,6 +1,8 @@
 //! loopsim benches (the targets in README.md, section Performance), side by side in one run:
 //!
 //! 1. `engine/after_call_plus_stall` vs `engine/raw_sha256` (target: at most 2x);
+//!    `engine_streams/*`: the same on every guard stream's calls, warm and cold
+//!    (`stream_calls.rs`, target: at most 1.5x);
 //! 2. `engine/v0_19_before_after` vs Hermes 0.19.0's Python controller in-process
 //!    (`benches/python_controller.py`, target: at least 20x faster);
 //! 3. `process/loopsim_guard_0_19` vs `tests/conformance/hermes_driver.py` on the same
@@ -24,8 +26,12 @@ mod engine;
 mod process;
 #[path = "suite/seq.rs"]
 mod seq;
+#[path = "suite/session_stream.rs"]
+mod session_stream;
 #[path = "suite/sim.rs"]
 mod sim;
+#[path = "suite/stream_calls.rs"]
+mod stream_calls;
 #[path = "suite/streams.rs"]
 mod streams;
 #[path = "suite/support.rs"]
@@ -48,12 +54,14 @@ fn main() {
     let seq = seq::Sequence::generate();
     let mut c = Criterion::default().configure_from_args();
     engine::benches(&mut c, &seq);
+    let stream_calls = stream_calls::load_all(&ctx, &seq);
+    stream_calls::benches(&mut c, &stream_calls);
     process::benches(&mut c, &ctx);
     sim::benches(&mut c);
     sweep::benches(&mut c);
     c.final_summary();
     if ctx.measuring {
-        summary(&ctx, &seq);
+        summary(&ctx, &seq, &stream_calls);
     }
 }
 
@@ -93,7 +101,7 @@ fn python_in_process(ctx: &Ctx, seq: &seq::Sequence) -> Result<(f64, String), St
     Ok((ns, tally))
 }
 
-fn summary(ctx: &Ctx, seq: &seq::Sequence) {
+fn summary(ctx: &Ctx, seq: &seq::Sequence, stream_calls: &stream_calls::Loaded) {
     let n = seq.len_calls() as f64;
     let per_call = |name: &str| per_iter_ns(name).map(|(median, _)| median / n);
     let turns = 1 + seq
@@ -117,6 +125,7 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence) {
             a / r
         ));
     }
+    rows.extend(stream_calls::rows(stream_calls));
     for (name, what) in [
         (engine::PART_ARGS, "args hash"),
         (engine::PART_PARSE, "result JSON parse"),
