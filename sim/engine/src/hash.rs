@@ -153,35 +153,55 @@ impl ResultHasher {
 }
 
 /// Remembers result hashes by their raw bytes. A looping agent sends the same bytes again and
-/// again; a hit costs a fast non-cryptographic hash and a comparison instead of a parse,
-/// a re-encode and SHA-256. Bounded: it starts over past [`ResultHashCache::CAPACITY`] entries.
+/// again; a hit costs a fast non-cryptographic hash and a comparison instead of a print and
+/// SHA-256. Direct-mapped: each text has one slot (by its fast hash), a miss takes the slot
+/// over and reuses its buffer, so distinct results cost a copy and no allocation, and memory
+/// stays bounded ([`ResultHashCache::SLOTS`] slots, texts up to [`ResultHashCache::MAX_TEXT`]).
 #[derive(Clone, Debug, Default)]
 pub struct ResultHashCache {
-    plain: rustc_hash::FxHashMap<Box<[u8]>, Hash>,
-    stripped: rustc_hash::FxHashMap<Box<[u8]>, Hash>,
+    slots: Vec<Slot>,
     hasher: ResultHasher,
 }
 
-impl ResultHashCache {
-    pub const CAPACITY: usize = 4096;
+#[derive(Clone, Debug, Default)]
+struct Slot {
+    /// The text's fast hash (with the hashing mode folded in); 0 marks an empty slot.
+    key: u64,
+    text: Vec<u8>,
+    hash: Hash,
+}
 
-    /// The result hash of `result` for `tool`, computed once per distinct text.
+impl ResultHashCache {
+    pub const SLOTS: usize = 128;
+    /// Longer texts are hashed each time: a slot does not keep a large buffer.
+    pub const MAX_TEXT: usize = 1 << 16;
+
+    /// The result hash of `result` for `tool`, computed once per distinct text in a slot.
     pub fn get(&mut self, result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
         let text = result.unwrap_or(b"");
+        if text.len() > Self::MAX_TEXT {
+            return self.hasher.hash(result, tool, hashing);
+        }
         let strip = hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code";
-        let map = if strip {
-            &mut self.stripped
-        } else {
-            &mut self.plain
+        let key = {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = rustc_hash::FxBuildHasher.build_hasher();
+            h.write(text);
+            h.write_u8(u8::from(strip));
+            h.finish() | 1
         };
-        if let Some(h) = map.get(text) {
-            return *h;
+        if self.slots.is_empty() {
+            self.slots.resize_with(Self::SLOTS, Slot::default);
+        }
+        let slot = &mut self.slots[(key >> 7) as usize % Self::SLOTS];
+        if slot.key == key && slot.text == text {
+            return slot.hash;
         }
         let h = self.hasher.hash(result, tool, hashing);
-        if map.len() >= Self::CAPACITY {
-            map.clear();
-        }
-        map.insert(text.into(), h);
+        slot.key = key;
+        slot.text.clear();
+        slot.text.extend_from_slice(text);
+        slot.hash = h;
         h
     }
 }
@@ -290,6 +310,24 @@ mod tests {
                 }
             }
             assert_eq!(cache.get(None, "t", ResultHashing::Plain), Hash::of(b""));
+        }
+        // Far more texts than slots, each seen twice, some too long to keep.
+        let texts: Vec<Vec<u8>> = (0..1000)
+            .map(|n| match n % 3 {
+                0 => format!("{{\"n\": {n}, \"a\": [1.0]}}").into_bytes(),
+                1 => format!("plain {n}").into_bytes(),
+                _ => format!("\"{}\"", "x".repeat(n * 80)).into_bytes(),
+            })
+            .collect();
+        for round in 0..2 {
+            for t in &texts {
+                let want = result_hash(Some(t), "read_file", ResultHashing::Plain);
+                assert_eq!(
+                    cache.get(Some(t), "read_file", ResultHashing::Plain),
+                    want,
+                    "{round}"
+                );
+            }
         }
     }
 

@@ -94,8 +94,15 @@ pub(super) fn push_canonical_char(out: &mut Vec<u8>, cp: u32) -> bool {
 
 fn write_str<S: Sink>(s: &[u8], out: &mut S) {
     out.put(b"\"");
-    let mut run = 0;
-    for (i, &c) in s.iter().enumerate() {
+    let mut i = 0;
+    loop {
+        // Runs of bytes that print as they are, found eight at a time.
+        let run = super::parse::plain_run(&s[i..]);
+        out.put(&s[i..i + run]);
+        i += run;
+        let Some(&c) = s.get(i) else {
+            break;
+        };
         let esc: &[u8] = match c {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -104,8 +111,7 @@ fn write_str<S: Sink>(s: &[u8], out: &mut S) {
             b'\t' => b"\\t",
             8 => b"\\b",
             12 => b"\\f",
-            0..=0x1F => {
-                out.put(&s[run..i]);
+            _ => {
                 let hex = b"0123456789abcdef";
                 out.put(&[
                     b'\\',
@@ -115,16 +121,13 @@ fn write_str<S: Sink>(s: &[u8], out: &mut S) {
                     hex[(c >> 4) as usize],
                     hex[(c & 15) as usize],
                 ]);
-                run = i + 1;
+                i += 1;
                 continue;
             }
-            _ => continue,
         };
-        out.put(&s[run..i]);
         out.put(esc);
-        run = i + 1;
+        i += 1;
     }
-    out.put(&s[run..]);
     out.put(b"\"");
 }
 
