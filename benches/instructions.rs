@@ -9,12 +9,19 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use gungraun::{library_benchmark, library_benchmark_group, main};
+use loopsim_engine::config::EngineConfig;
+use loopsim_engine::guard::GuardSession;
 use loopsim_engine::guardrails::{CallFacts, Controller, GuardrailConfig, GuardrailRules};
 use loopsim_engine::json::{self, Value};
+use loopsim_engine::profile::ProfileName;
 use loopsim_report::sweep::{Aggregator, Axis, SweepSpec, run_jobs};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{RunOptions, run};
 use loopsim_world::trace::TraceWriter;
+
+#[path = "suite/seq.rs"]
+#[allow(dead_code)]
+mod seq;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,6 +58,37 @@ fn after_call_plus_stall(calls: Vec<(&'static str, Value, String, bool)>) -> u32
         warned += u32::from(d.count > 0) + u32::from(o.kind.is_some());
     }
     black_box(warned)
+}
+
+/// 1,000 request lines of each guard stream the speed table measures: the engine sequence's
+/// calls (with their results, or with short ones) built here, and committed excerpts of the
+/// conformance generator's stream and of the stream built from real Hermes sessions
+/// (`benches/streams/`, the first 1,000 lines of the full streams).
+fn stream(name: &str) -> Vec<u8> {
+    match name {
+        "engine-sequence" => seq::Sequence::generate()
+            .guard_lines(false, 1000)
+            .into_bytes(),
+        "short-results" => seq::Sequence::generate()
+            .guard_lines(true, 1000)
+            .into_bytes(),
+        file => std::fs::read(root().join(format!("benches/streams/{file}-1000.jsonl"))).unwrap(),
+    }
+}
+
+// `loopsim guard`'s work on a stream, in process: every line read and answered.
+#[library_benchmark]
+#[bench::conformance(setup = stream, args = ("conformance"))]
+#[bench::engine_sequence(setup = stream, args = ("engine-sequence"))]
+#[bench::short_results(setup = stream, args = ("short-results"))]
+#[bench::imported_sessions(setup = stream, args = ("imported-sessions"))]
+fn guard_stream(lines: Vec<u8>) -> usize {
+    let mut s = GuardSession::new(&EngineConfig::new(ProfileName::Hermes0_19_0, None));
+    let mut out = Vec::with_capacity(1 << 16);
+    for line in lines.split(|b| *b == b'\n') {
+        s.handle_line(line, &mut out).unwrap();
+    }
+    black_box(out.len())
 }
 
 fn incident() -> Scenario {
@@ -120,7 +158,7 @@ fn sweep(spec: &SweepSpec, scenarios: &[Scenario]) -> usize {
     black_box(agg.finish().len())
 }
 
-library_benchmark_group!(name = engine; benchmarks = after_call_plus_stall);
+library_benchmark_group!(name = engine; benchmarks = after_call_plus_stall, guard_stream);
 library_benchmark_group!(name = simulator; benchmarks = incident_run, sweep_forty_runs);
 
 main!(library_benchmark_groups = engine, simulator);

@@ -41,6 +41,50 @@ pub struct Sequence {
 }
 
 impl Sequence {
+    /// The sequence as `loopsim guard` requests: a `before`/`after` pair per call (`reset` at
+    /// turn boundaries), repeated to exactly `lines` lines. `short_results` replaces each
+    /// result with one of under 40 bytes.
+    pub fn guard_lines(&self, short_results: bool, lines: usize) -> String {
+        let mut out = String::new();
+        let mut n = 0;
+        'fill: loop {
+            for (k, item) in self.items.iter().enumerate() {
+                let (line_a, line_b) = match item {
+                    Item::Reset => ("{\"op\":\"reset\"}".to_string(), None),
+                    Item::Call(c) => {
+                        let result = if short_results {
+                            format!("{{\"ok\": true, \"n\": {}}}", k % 7)
+                        } else {
+                            std::str::from_utf8(&c.result).expect("UTF-8").to_string()
+                        };
+                        let tool = js(&c.tool);
+                        (
+                            format!(
+                                "{{\"op\":\"before\",\"tool\":{tool},\"args\":{}}}",
+                                c.args_json
+                            ),
+                            Some(format!(
+                                "{{\"op\":\"after\",\"tool\":{tool},\"args\":{},\"result\":{},\"failed\":{}}}",
+                                c.args_json,
+                                js(&result),
+                                c.failed
+                            )),
+                        )
+                    }
+                };
+                for l in std::iter::once(line_a).chain(line_b) {
+                    if n == lines {
+                        break 'fill;
+                    }
+                    out.push_str(&l);
+                    out.push('\n');
+                    n += 1;
+                }
+            }
+        }
+        out
+    }
+
     pub fn calls(&self) -> impl Iterator<Item = &Call> {
         self.items.iter().filter_map(|i| match i {
             Item::Call(c) => Some(c),

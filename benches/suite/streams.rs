@@ -9,7 +9,6 @@
 //!   result on average), repeated;
 //! - `short-results`: the same calls with results of under 40 bytes.
 
-use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +18,7 @@ use loopsim_engine::json;
 use sha2::{Digest, Sha256};
 
 use crate::process::{self, LINES, loopsim_bin, run_once};
-use crate::seq::{Item, Sequence, js};
+use crate::seq::Sequence;
 use crate::support::{Ctx, root};
 
 /// A stream: its name, what it is, and where it is written.
@@ -62,45 +61,9 @@ pub fn streams(ctx: &Ctx, seq: &Sequence) -> Result<Vec<Stream>, String> {
     ])
 }
 
-/// The sequence as `before`/`after` request pairs (`reset` at turn boundaries), repeated to
-/// exactly [`LINES`] lines.
+/// The sequence as guard requests, repeated to exactly [`LINES`] lines.
 fn write_stream(seq: &Sequence, path: &Path, short_results: bool) -> std::io::Result<()> {
-    let mut out = String::new();
-    let mut lines = 0u64;
-    'fill: loop {
-        for (k, item) in seq.items.iter().enumerate() {
-            let (line_a, line_b) = match item {
-                Item::Reset => ("{\"op\":\"reset\"}".to_string(), None),
-                Item::Call(c) => {
-                    let result = if short_results {
-                        format!("{{\"ok\": true, \"n\": {}}}", k % 7)
-                    } else {
-                        std::str::from_utf8(&c.result).expect("UTF-8").to_string()
-                    };
-                    let tool = js(&c.tool);
-                    (
-                        format!(
-                            "{{\"op\":\"before\",\"tool\":{tool},\"args\":{}}}",
-                            c.args_json
-                        ),
-                        Some(format!(
-                            "{{\"op\":\"after\",\"tool\":{tool},\"args\":{},\"result\":{},\"failed\":{}}}",
-                            c.args_json,
-                            js(&result),
-                            c.failed
-                        )),
-                    )
-                }
-            };
-            for l in std::iter::once(line_a).chain(line_b) {
-                if lines == LINES {
-                    break 'fill;
-                }
-                let _ = writeln!(out, "{l}");
-                lines += 1;
-            }
-        }
-    }
+    let out = seq.guard_lines(short_results, LINES as usize);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
