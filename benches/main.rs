@@ -207,6 +207,27 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence, stream_calls: &stream_calls::Loaded) 
             )),
             Err(e) => println!("engine bridge: skipped: {e}"),
         }
+        if let Some((engine_only, _)) = per_iter_ns(sim::INCIDENT_ENGINE) {
+            let calls = sim::incident_guard_calls(&sim::incident());
+            let answered = calls
+                .iter()
+                .filter(|c| {
+                    matches!(
+                        c,
+                        loopsim_world::guard_log::GuardCall::Before { .. }
+                            | loopsim_world::guard_log::GuardCall::After { .. }
+                    )
+                })
+                .count();
+            rows.push(format!(
+                "| the simulator vs the engine alone on the same calls (the incident run: {events} events; its {answered} before/after calls replayed through fresh controllers) | {:.0} ns/event ({:.3} ms) | {:.0} ns/call ({:.3} ms) | {:.2}x | <= 3x |",
+                median / events as f64,
+                median / 1e6,
+                engine_only / answered as f64,
+                engine_only / 1e6,
+                median / engine_only
+            ));
+        }
         if let Some((traced, _)) = per_iter_ns(sim::INCIDENT_TRACED) {
             notes.push(format!(
                 "incident run with its trace serialised and hashed: {:.3} ms",

@@ -899,3 +899,90 @@ script = [
     );
     assert_eq!(s.agents[0].tool_calls["memory"], 10);
 }
+
+/// The guard log holds every call a run makes to its engines: replayed through fresh
+/// controllers, it gives the decisions the run's trace recorded, in order, on every scenario.
+#[test]
+fn the_guard_log_replays_to_the_runs_decisions() {
+    use loopsim_engine::engine::GuardrailEngine;
+    use loopsim_engine::guardrails::{Action, CallFacts, Controller};
+    use loopsim_world::guard_log::{GuardCall, GuardLog};
+    let mut compared = 0;
+    for path in scenario_files() {
+        let sc = Scenario::load(&path).unwrap();
+        if sc.file.recorded {
+            continue;
+        }
+        let log: GuardLog = Default::default();
+        let opts = RunOptions {
+            guard_log: Some(log.clone()),
+            ..RunOptions::default()
+        };
+        let buf = SharedBuf::default();
+        run(&sc, &opts, TraceWriter::to_writer(Box::new(buf.clone()))).unwrap();
+        let traced: Vec<String> = String::from_utf8(buf.bytes())
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("\"kind\":\"decision\""))
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                format!("{} {} {}", v["action"], v["code"], v["count"])
+            })
+            .collect();
+        let mut engines: Vec<Option<Controller>> = Vec::new();
+        let mut replayed = Vec::new();
+        for c in log.lock().unwrap().iter() {
+            let d = match c {
+                GuardCall::New {
+                    agent,
+                    config,
+                    rules,
+                } => {
+                    if engines.len() <= *agent {
+                        engines.resize_with(agent + 1, || None);
+                    }
+                    engines[*agent] = Some(Controller::new(*config, *rules));
+                    continue;
+                }
+                GuardCall::Reset { agent } => {
+                    engines[*agent].as_mut().unwrap().reset_turn();
+                    continue;
+                }
+                GuardCall::Spawn { agent, count } => {
+                    engines[*agent].as_mut().unwrap().spawn_subagents(*count);
+                    continue;
+                }
+                GuardCall::Before {
+                    agent,
+                    signature,
+                    args,
+                } => {
+                    let e = engines[*agent].as_mut().unwrap();
+                    GuardrailEngine::before_call(e, signature.clone(), args)
+                }
+                GuardCall::After {
+                    agent,
+                    signature,
+                    result,
+                    failed,
+                } => {
+                    let e = engines[*agent].as_mut().unwrap();
+                    let facts =
+                        CallFacts::with_signature(signature.clone(), result.as_deref(), e.rules());
+                    GuardrailEngine::after_call(e, &facts, *failed).0
+                }
+            };
+            if d.action != Action::Allow {
+                replayed.push(format!(
+                    "\"{}\" \"{}\" {}",
+                    d.action.as_str(),
+                    d.code.as_str(),
+                    d.count
+                ));
+            }
+        }
+        assert_eq!(replayed, traced, "{}", path.display());
+        compared += traced.len();
+    }
+    assert!(compared > 100, "{compared} decisions compared");
+}

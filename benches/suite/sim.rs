@@ -4,6 +4,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput};
+use loopsim_engine::engine::GuardrailEngine;
+use loopsim_engine::guardrails::{Action, CallFacts, Controller};
+use loopsim_world::guard_log::{GuardCall, GuardLog};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{RunOptions, run};
 use loopsim_world::trace::TraceWriter;
@@ -12,6 +15,72 @@ use crate::support::{root, timed};
 
 pub const INCIDENT: &str = "sim/incident_run";
 pub const INCIDENT_TRACED: &str = "sim/incident_run_hashed_trace";
+pub const INCIDENT_ENGINE: &str = "sim/incident_engine_only";
+
+/// The calls the incident run makes to its agents' engines, in order.
+pub fn incident_guard_calls(sc: &Scenario) -> Vec<GuardCall> {
+    let log: GuardLog = Default::default();
+    let opts = RunOptions {
+        guard_log: Some(log.clone()),
+        ..RunOptions::default()
+    };
+    run(sc, &opts, TraceWriter::off()).expect("runs");
+    log.lock().expect("log").clone()
+}
+
+/// The engine alone on a run's calls: a fresh controller per agent, every call answered.
+/// Returns the decisions that were not `allow` (so the work cannot be optimised away).
+pub fn replay(calls: &[GuardCall]) -> u32 {
+    let mut engines: Vec<Option<Controller>> = Vec::new();
+    let mut flagged = 0;
+    for c in calls {
+        match c {
+            GuardCall::New {
+                agent,
+                config,
+                rules,
+            } => {
+                if engines.len() <= *agent {
+                    engines.resize_with(agent + 1, || None);
+                }
+                engines[*agent] = Some(Controller::new(*config, *rules));
+            }
+            GuardCall::Reset { agent } => engine(&mut engines, *agent).reset_turn(),
+            GuardCall::Before {
+                agent,
+                signature,
+                args,
+            } => {
+                let d = GuardrailEngine::before_call(
+                    engine(&mut engines, *agent),
+                    signature.clone(),
+                    args,
+                );
+                flagged += u32::from(d.action != Action::Allow);
+            }
+            GuardCall::After {
+                agent,
+                signature,
+                result,
+                failed,
+            } => {
+                let e = engine(&mut engines, *agent);
+                let facts =
+                    CallFacts::with_signature(signature.clone(), result.as_deref(), e.rules());
+                let (d, o) = GuardrailEngine::after_call(e, &facts, *failed);
+                flagged += u32::from(d.action != Action::Allow) + u32::from(o.kind.is_some());
+            }
+            GuardCall::Spawn { agent, count } => {
+                engine(&mut engines, *agent).spawn_subagents(*count);
+            }
+        }
+    }
+    flagged
+}
+
+fn engine(engines: &mut [Option<Controller>], agent: usize) -> &mut Controller {
+    engines[agent].as_mut().expect("made before its first call")
+}
 
 pub fn incident() -> Scenario {
     Scenario::load(&root().join("scenarios/execute-code-spin-wait.toml"))
@@ -35,6 +104,15 @@ pub fn benches(c: &mut Criterion) {
         b.iter_custom(|iters| {
             timed(INCIDENT, iters, || {
                 black_box(run(&sc, &RunOptions::default(), TraceWriter::off()).expect("runs"));
+            })
+        })
+    });
+    // The engine's share: the same run's engine calls, answered by the engine alone.
+    let calls = incident_guard_calls(&sc);
+    g.bench_function("incident_engine_only", |b| {
+        b.iter_custom(|iters| {
+            timed(INCIDENT_ENGINE, iters, || {
+                black_box(replay(black_box(&calls)));
             })
         })
     });

@@ -124,6 +124,7 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         record_series: false,
         engine: EngineChoice::Builtin,
         wrong_port: None,
+        guard_log: None,
     };
     if !engine.is_set() {
         let (_, bytes) = run_to_memory(&sc, &base)?;

@@ -33,6 +33,7 @@
 pub mod bridge;
 pub mod clock;
 pub mod expect;
+pub mod guard_log;
 pub mod input;
 pub mod model;
 pub mod recorded;

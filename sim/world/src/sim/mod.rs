@@ -14,6 +14,8 @@ use loopsim_engine::budget::IterationBudget;
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::delegation::{Admission, ChildBudget};
 use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, NoticeKind};
+
+use crate::guard_log::{GuardCall, Logged};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
 use loopsim_engine::turn::{
@@ -151,6 +153,7 @@ struct World<'s> {
     recorded: bool,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: ArgsCache,
+    guard_log: Option<crate::guard_log::GuardLog>,
 }
 
 impl<'s> World<'s> {
@@ -194,6 +197,7 @@ impl<'s> World<'s> {
             }
         };
         let mut w = World {
+            guard_log: opts.guard_log.clone(),
             recorded,
             bridge,
             sc,
@@ -280,12 +284,31 @@ impl<'s> World<'s> {
             spec,
             depth,
             parent,
-            guard: match &self.bridge {
-                Some(b) => Box::new(b.agent(&name_for_engine, cfg.platform.as_deref(), cfg.rules)),
-                None if self.recorded => {
-                    Box::new(crate::recorded::RecordedGuard::new(spec, cfg.rules))
+            guard: {
+                let guard: Box<dyn GuardrailEngine> = match &self.bridge {
+                    Some(b) => {
+                        Box::new(b.agent(&name_for_engine, cfg.platform.as_deref(), cfg.rules))
+                    }
+                    None if self.recorded => {
+                        Box::new(crate::recorded::RecordedGuard::new(spec, cfg.rules))
+                    }
+                    None => Box::new(Controller::new(cfg.guardrails, cfg.rules)),
+                };
+                match &self.guard_log {
+                    None => guard,
+                    Some(log) => {
+                        log.lock().expect("guard log").push(GuardCall::New {
+                            agent: id,
+                            config: cfg.guardrails,
+                            rules: cfg.rules,
+                        });
+                        Box::new(Logged {
+                            inner: guard,
+                            agent: id,
+                            log: log.clone(),
+                        })
+                    }
                 }
-                None => Box::new(Controller::new(cfg.guardrails, cfg.rules)),
             },
             gov,
             cfg,

@@ -21,6 +21,8 @@ pub struct RunOptions {
     pub engine: crate::bridge::EngineChoice,
     /// A deliberately wrong port, for tests that prove a live diff catches one.
     pub wrong_port: Option<WrongPort>,
+    /// Where to write every call to the agents' guardrail engines (the benches replay them).
+    pub guard_log: Option<crate::guard_log::GuardLog>,
 }
 
 /// A deliberately wrong reading of the reference, switched on only by tests
