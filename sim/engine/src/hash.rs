@@ -85,11 +85,28 @@ pub fn args_hash(args: &Value) -> Hash {
 }
 
 /// Identity of a call: tool name plus argument hash (raw arguments are never kept).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Clone, Eq, PartialOrd, Ord, Debug)]
 pub struct Signature {
     /// Shared, so cloning a signature into the controller's maps does not allocate.
     pub tool: Arc<str>,
     pub args_hash: Hash,
+}
+
+/// The hashes first (they usually differ), then the names, by pointer before by text: the
+/// stall guards compare signatures on every call.
+impl PartialEq for Signature {
+    fn eq(&self, other: &Self) -> bool {
+        self.args_hash == other.args_hash
+            && (Arc::ptr_eq(&self.tool, &other.tool) || self.tool == other.tool)
+    }
+}
+
+/// As derived: equal signatures have equal names and hashes, so they hash alike.
+impl std::hash::Hash for Signature {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.tool.hash(state);
+        self.args_hash.hash(state);
+    }
 }
 
 impl Signature {

@@ -38,15 +38,25 @@ pub fn write_canonical<S: Sink>(v: &Value, out: &mut S) {
         Value::Object(pairs) => {
             out.put(b"{");
             // Byte order of generalised UTF-8 is code-point order, which is Python's sort.
-            let mut sorted: Vec<&(Vec<u8>, Value)> = pairs.iter().collect();
-            sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            for (n, (k, val)) in sorted.into_iter().enumerate() {
+            // Keys usually arrive sorted: then there is nothing to sort or allocate.
+            let member = |out: &mut S, n: usize, (k, val): &(Vec<u8>, Value)| {
                 if n > 0 {
                     out.put(b",");
                 }
                 write_str(k, out);
                 out.put(b":");
                 write_canonical(val, out);
+            };
+            if pairs.windows(2).all(|w| w[0].0 < w[1].0) {
+                for (n, pair) in pairs.iter().enumerate() {
+                    member(out, n, pair);
+                }
+            } else {
+                let mut sorted: Vec<&(Vec<u8>, Value)> = pairs.iter().collect();
+                sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                for (n, pair) in sorted.into_iter().enumerate() {
+                    member(out, n, pair);
+                }
             }
             out.put(b"}");
         }
