@@ -172,11 +172,14 @@ impl ResultHasher {
 /// Remembers result hashes by their raw bytes. A looping agent sends the same bytes again and
 /// again; a hit costs a fast non-cryptographic hash and a comparison instead of a print and
 /// SHA-256. Direct-mapped: each text has one slot (by its fast hash), a miss takes the slot
-/// over and reuses its buffer, so distinct results cost a copy and no allocation, and memory
-/// stays bounded ([`ResultHashCache::SLOTS`] slots, texts up to [`ResultHashCache::MAX_TEXT`]).
+/// over and reuses its buffer, so distinct results cost a copy and no allocation. It starts
+/// small (a short run pays for a few slots) and doubles while misses keep evicting, up to
+/// [`ResultHashCache::MAX_SLOTS`]; texts longer than [`ResultHashCache::MAX_TEXT`] are not
+/// kept. Memory stays bounded.
 #[derive(Clone, Debug, Default)]
 pub struct ResultHashCache {
     slots: Vec<Slot>,
+    evictions: usize,
     hasher: ResultHasher,
 }
 
@@ -189,9 +192,10 @@ struct Slot {
 }
 
 impl ResultHashCache {
-    pub const SLOTS: usize = 128;
+    pub const MIN_SLOTS: usize = 8;
+    pub const MAX_SLOTS: usize = 4096;
     /// Longer texts are hashed each time: a slot does not keep a large buffer.
-    pub const MAX_TEXT: usize = 1 << 16;
+    pub const MAX_TEXT: usize = 1 << 14;
 
     /// The result hash of `result` for `tool`, computed once per distinct text in a slot.
     pub fn get(&mut self, result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
@@ -208,13 +212,29 @@ impl ResultHashCache {
             h.finish() | 1
         };
         if self.slots.is_empty() {
-            self.slots.resize_with(Self::SLOTS, Slot::default);
+            self.slots.resize_with(Self::MIN_SLOTS, Slot::default);
         }
-        let slot = &mut self.slots[(key >> 7) as usize % Self::SLOTS];
+        let n = self.slots.len();
+        let slot = &mut self.slots[(key >> 7) as usize % n];
         if slot.key == key && slot.text == text {
             return slot.hash;
         }
         let h = self.hasher.hash(result, tool, hashing);
+        if slot.key != 0 {
+            self.evictions += 1;
+            if self.evictions > n && n < Self::MAX_SLOTS {
+                // Many distinct texts in play: twice the slots, the kept texts moved over.
+                let old = std::mem::take(&mut self.slots);
+                self.slots.resize_with(n * 2, Slot::default);
+                for s in old.into_iter().filter(|s| s.key != 0) {
+                    let at = (s.key >> 7) as usize % (n * 2);
+                    self.slots[at] = s;
+                }
+                self.evictions = 0;
+            }
+        }
+        let n = self.slots.len();
+        let slot = &mut self.slots[(key >> 7) as usize % n];
         slot.key = key;
         slot.text.clear();
         slot.text.extend_from_slice(text);
