@@ -251,14 +251,15 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence, stream_calls: &stream_calls::Loaded) 
         } else {
             (10_000, 100_000)
         };
-        let (n1, m1) = sweep::peak_after(small);
-        let (n2, m2) = sweep::peak_after(large);
+        let (n1, m1) = sweep::growth(small);
+        let (n2, m2) = sweep::growth(large);
         if let (Some(m1), Some(m2)) = (m1, m2) {
+            // Growth, not the peak: the peak also holds what earlier benches left resident.
             rows.push(format!(
-                "| peak memory (VmHWM, reset before each sweep) during a {n2}-run sweep vs during a {n1}-run sweep | {:.1} MiB | {:.1} MiB | {:.2}x | flat (~1x) |",
+                "| memory a sweep adds (its peak above the memory in use before it), {n2} runs vs {n1} runs | {:.1} MiB | {:.1} MiB | {:+.1} MiB | flat |",
                 m2 as f64 / 1024.0,
                 m1 as f64 / 1024.0,
-                m2 as f64 / m1 as f64
+                (m2 as f64 - m1 as f64) / 1024.0
             ));
         }
     }

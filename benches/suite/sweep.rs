@@ -96,10 +96,10 @@ pub fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-/// Peak resident memory so far (VmHWM), in KiB; Linux only.
-pub fn peak_rss_kib() -> Option<u64> {
+/// A `/proc/self/status` figure (`VmHWM`, `VmRSS`), in KiB; Linux only.
+fn status_kib(key: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -109,11 +109,17 @@ fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// Peak memory during a sweep of about `runs` runs (from the memory in use before it).
-pub fn peak_after(runs: u64) -> (usize, Option<u64>) {
+/// How far a sweep of about `runs` runs takes the resident memory above what was in use
+/// when it started (its peak minus the memory before it), in KiB; and its number of runs.
+pub fn growth(runs: u64) -> (usize, Option<u64>) {
     let per_seed = setup(1).2.len();
     let (spec, scenarios, plan) = setup(runs.div_ceil(per_seed));
     reset_peak();
+    let before = status_kib("VmRSS:");
     stream(&spec, &scenarios, &plan);
-    (plan.len() as usize, peak_rss_kib())
+    let peak = status_kib("VmHWM:");
+    (
+        plan.len() as usize,
+        before.zip(peak).map(|(b, p)| p.saturating_sub(b)),
+    )
 }
