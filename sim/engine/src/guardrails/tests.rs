@@ -272,3 +272,72 @@ fn large_identical_results_are_stubbed_from_the_second() {
         .collect();
     assert_eq!(stubs, [false, true, true]);
 }
+
+/// `reads_result` says yes wherever leaving the result out changes a decision: for every
+/// rule set, tool and verdict, a run with the result and a run without it decide alike
+/// whenever it says no.
+#[test]
+fn reads_result_is_yes_wherever_the_result_matters() {
+    let results = [
+        r#"{"bytes_written": 3}"#,
+        r#"{"success": true}"#,
+        r#"{"error": "x"}"#,
+        r#"{"output": "same"}"#,
+    ];
+    let tools = [
+        "write_file",
+        "patch",
+        "read_file",
+        "terminal",
+        "web_search",
+        "execute_code",
+    ];
+    let rule_sets = [
+        GuardrailRules::V0_19,
+        GuardrailRules::NEWEST,
+        GuardrailRules {
+            stall_guards: false,
+            ..GuardrailRules::NEWEST
+        },
+    ];
+    let mut mattered = 0;
+    for rules in rule_sets {
+        for tool in tools {
+            for failed in [true, false] {
+                for r in results {
+                    let c0 = hard(rules);
+                    if c0.reads_result(tool, Some(failed)) {
+                        continue;
+                    }
+                    // Failures first, so a landed write or a repeat would show in the counts.
+                    let run = |with: bool| {
+                        let mut c = hard(rules);
+                        let mut out = Vec::new();
+                        for _ in 0..3 {
+                            out.push(c.after_call("read_file", &v("{}"), Some(b"e"), Some(true)));
+                        }
+                        for _ in 0..4 {
+                            let res = with.then_some(r.as_bytes());
+                            out.push(c.after_call(tool, &v(r#"{"a":1}"#), res, Some(failed)));
+                            out.push(c.before_call("read_file", &v("{}")));
+                        }
+                        out.iter()
+                            .map(|d| (d.action, d.code, d.count))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(run(true), run(false), "{rules:?} {tool} {failed} {r}");
+                    mattered += 1;
+                }
+            }
+        }
+    }
+    assert!(mattered > 20, "{mattered}");
+    // And the case that needs the landed-write clause: progress reset without stall guards.
+    let c = hard(GuardrailRules {
+        stall_guards: false,
+        ..GuardrailRules::NEWEST
+    });
+    assert!(c.reads_result("write_file", Some(false)));
+    assert!(!c.reads_result("terminal", Some(false)) && c.reads_result("read_file", Some(false)));
+    assert!(c.reads_result("terminal", None));
+}
