@@ -904,9 +904,8 @@ script = [
 /// controllers, it gives the decisions the run's trace recorded, in order, on every scenario.
 #[test]
 fn the_guard_log_replays_to_the_runs_decisions() {
-    use loopsim_engine::engine::GuardrailEngine;
-    use loopsim_engine::guardrails::{Action, CallFacts, Controller};
-    use loopsim_world::guard_log::{GuardCall, GuardLog};
+    use loopsim_engine::guardrails::Action;
+    use loopsim_world::guard_log::{self, GuardLog};
     let mut compared = 0;
     for path in scenario_files() {
         let sc = Scenario::load(&path).unwrap();
@@ -929,49 +928,8 @@ fn the_guard_log_replays_to_the_runs_decisions() {
                 format!("{} {} {}", v["action"], v["code"], v["count"])
             })
             .collect();
-        let mut engines: Vec<Option<Controller>> = Vec::new();
         let mut replayed = Vec::new();
-        for c in log.lock().unwrap().iter() {
-            let d = match c {
-                GuardCall::New {
-                    agent,
-                    config,
-                    rules,
-                } => {
-                    if engines.len() <= *agent {
-                        engines.resize_with(agent + 1, || None);
-                    }
-                    engines[*agent] = Some(Controller::new(*config, *rules));
-                    continue;
-                }
-                GuardCall::Reset { agent } => {
-                    engines[*agent].as_mut().unwrap().reset_turn();
-                    continue;
-                }
-                GuardCall::Spawn { agent, count } => {
-                    engines[*agent].as_mut().unwrap().spawn_subagents(*count);
-                    continue;
-                }
-                GuardCall::Before {
-                    agent,
-                    signature,
-                    args,
-                } => {
-                    let e = engines[*agent].as_mut().unwrap();
-                    GuardrailEngine::before_call(e, signature.clone(), args)
-                }
-                GuardCall::After {
-                    agent,
-                    signature,
-                    result,
-                    failed,
-                } => {
-                    let e = engines[*agent].as_mut().unwrap();
-                    let facts =
-                        CallFacts::with_signature(signature.clone(), result.as_deref(), e.rules());
-                    GuardrailEngine::after_call(e, &facts, *failed).0
-                }
-            };
+        guard_log::replay(&log.lock().unwrap(), |d, _| {
             if d.action != Action::Allow {
                 replayed.push(format!(
                     "\"{}\" \"{}\" {}",
@@ -980,7 +938,7 @@ fn the_guard_log_replays_to_the_runs_decisions() {
                     d.count
                 ));
             }
-        }
+        });
         assert_eq!(replayed, traced, "{}", path.display());
         compared += traced.len();
     }

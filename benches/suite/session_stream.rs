@@ -168,26 +168,15 @@ struct Call {
     args: String,
 }
 
-/// The calls of an assistant row's `tool_calls` JSON, in both shapes Hermes stores (as the
-/// importer reads them): OpenAI's `{id, type, function: {name, arguments}}` and Hermes's own
-/// `{name, arguments}`, with or without an id.
+/// The calls of an assistant row's `tool_calls` JSON, read as the importer reads them (both
+/// shapes Hermes stores), with the arguments made fit for a request line.
 fn tool_calls(text: &str) -> Vec<Call> {
-    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text)
-    else {
-        return Vec::new();
-    };
-    items
-        .iter()
-        .filter_map(|it| {
-            let f = it.get("function").unwrap_or(it);
-            let name = f.get("name")?.as_str()?.to_string();
-            let args = match f.get("arguments") {
-                Some(serde_json::Value::String(s)) => stored_args(s),
-                Some(v) => v.to_string(),
-                None => "{}".to_string(),
-            };
-            let id = it.get("id").and_then(|v| v.as_str()).map(str::to_string);
-            Some(Call { id, name, args })
+    loopsim_import::session::parse_tool_calls(text)
+        .into_iter()
+        .map(|(id, name, args)| Call {
+            id,
+            name,
+            args: stored_args(&args),
         })
         .collect()
 }

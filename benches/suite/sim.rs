@@ -4,8 +4,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput};
-use loopsim_engine::engine::GuardrailEngine;
-use loopsim_engine::guardrails::{Action, CallFacts, Controller};
+use loopsim_engine::guardrails::Action;
 use loopsim_world::guard_log::{GuardCall, GuardLog};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{RunOptions, run};
@@ -31,55 +30,12 @@ pub fn incident_guard_calls(sc: &Scenario) -> Vec<GuardCall> {
 /// The engine alone on a run's calls: a fresh controller per agent, every call answered.
 /// Returns the decisions that were not `allow` (so the work cannot be optimised away).
 pub fn replay(calls: &[GuardCall]) -> u32 {
-    let mut engines: Vec<Option<Controller>> = Vec::new();
     let mut flagged = 0;
-    for c in calls {
-        match c {
-            GuardCall::New {
-                agent,
-                config,
-                rules,
-            } => {
-                if engines.len() <= *agent {
-                    engines.resize_with(agent + 1, || None);
-                }
-                engines[*agent] = Some(Controller::new(*config, *rules));
-            }
-            GuardCall::Reset { agent } => engine(&mut engines, *agent).reset_turn(),
-            GuardCall::Before {
-                agent,
-                signature,
-                args,
-            } => {
-                let d = GuardrailEngine::before_call(
-                    engine(&mut engines, *agent),
-                    signature.clone(),
-                    args,
-                );
-                flagged += u32::from(d.action != Action::Allow);
-            }
-            GuardCall::After {
-                agent,
-                signature,
-                result,
-                failed,
-            } => {
-                let e = engine(&mut engines, *agent);
-                let facts =
-                    CallFacts::with_signature(signature.clone(), result.as_deref(), e.rules());
-                let (d, o) = GuardrailEngine::after_call(e, &facts, *failed);
-                flagged += u32::from(d.action != Action::Allow) + u32::from(o.kind.is_some());
-            }
-            GuardCall::Spawn { agent, count } => {
-                engine(&mut engines, *agent).spawn_subagents(*count);
-            }
-        }
-    }
+    loopsim_world::guard_log::replay(calls, |d, o| {
+        flagged +=
+            u32::from(d.action != Action::Allow) + u32::from(o.is_some_and(|o| o.kind.is_some()));
+    });
     flagged
-}
-
-fn engine(engines: &mut [Option<Controller>], agent: usize) -> &mut Controller {
-    engines[agent].as_mut().expect("made before its first call")
 }
 
 pub fn incident() -> Scenario {

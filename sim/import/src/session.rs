@@ -125,7 +125,7 @@ fn is_summary(content: &str) -> bool {
 
 /// `(id, name, arguments)` of an assistant row's `tool_calls` JSON, in both stored shapes:
 /// OpenAI's `{id, function: {name, arguments}}` and Hermes's `{name, arguments}`.
-fn parse_tool_calls(text: &str) -> Vec<(Option<String>, String, String)> {
+pub fn parse_tool_calls(text: &str) -> Vec<(Option<String>, String, String)> {
     let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text)
     else {
         return Vec::new();

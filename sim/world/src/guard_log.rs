@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use loopsim_engine::engine::GuardrailEngine;
 use loopsim_engine::guardrails::{
-    CallFacts, Decision, GuardrailConfig, GuardrailRules, Observation,
+    CallFacts, Controller, Decision, GuardrailConfig, GuardrailRules, Observation,
 };
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
@@ -103,5 +103,64 @@ impl GuardrailEngine for Logged {
 
     fn failure(&self) -> Option<String> {
         self.inner.failure()
+    }
+}
+
+/// Answers logged calls again with fresh built-in controllers (one per agent, made with the
+/// logged settings), in order, handing every `before` and `after` decision to `each` (with the
+/// stall guards' observation for an `after`).
+pub fn replay(calls: &[GuardCall], mut each: impl FnMut(&Decision, Option<&Observation>)) {
+    fn engine(engines: &mut [Option<Controller>], agent: usize) -> Option<&mut Controller> {
+        engines.get_mut(agent)?.as_mut()
+    }
+    let mut engines: Vec<Option<Controller>> = Vec::new();
+    for c in calls {
+        match c {
+            GuardCall::New {
+                agent,
+                config,
+                rules,
+            } => {
+                if engines.len() <= *agent {
+                    engines.resize_with(agent + 1, || None);
+                }
+                engines[*agent] = Some(Controller::new(*config, *rules));
+            }
+            GuardCall::Reset { agent } => {
+                if let Some(e) = engine(&mut engines, *agent) {
+                    e.reset_turn();
+                }
+            }
+            GuardCall::Spawn { agent, count } => {
+                if let Some(e) = engine(&mut engines, *agent) {
+                    e.spawn_subagents(*count);
+                }
+            }
+            GuardCall::Before {
+                agent,
+                signature,
+                args,
+            } => {
+                if let Some(e) = engine(&mut engines, *agent) {
+                    each(
+                        &GuardrailEngine::before_call(e, signature.clone(), args),
+                        None,
+                    );
+                }
+            }
+            GuardCall::After {
+                agent,
+                signature,
+                result,
+                failed,
+            } => {
+                if let Some(e) = engine(&mut engines, *agent) {
+                    let facts =
+                        CallFacts::with_signature(signature.clone(), result.as_deref(), e.rules());
+                    let (d, o) = GuardrailEngine::after_call(e, &facts, *failed);
+                    each(&d, Some(&o));
+                }
+            }
+        }
     }
 }

@@ -70,36 +70,47 @@ pub fn canonical(v: &Value) -> Vec<u8> {
     out
 }
 
-/// Prints one decoded code point as the printer would inside a string; returns whether it
-/// printed an escape.
-pub(super) fn push_canonical_char(out: &mut Vec<u8>, cp: u32) -> bool {
-    let esc: &[u8] = match cp {
-        0x22 => b"\\\"",
-        0x5C => b"\\\\",
-        0x0A => b"\\n",
-        0x0D => b"\\r",
-        0x09 => b"\\t",
-        8 => b"\\b",
-        12 => b"\\f",
-        0..=0x1F => {
+/// How the printer writes an ASCII byte that cannot stand for itself in a string (a quote, a
+/// backslash or a control character): a short escape, or `\u00XX`.
+fn escape(c: u8) -> ([u8; 6], usize) {
+    let short = |e: u8| ([b'\\', e, 0, 0, 0, 0], 2);
+    match c {
+        b'"' => short(b'"'),
+        b'\\' => short(b'\\'),
+        b'\n' => short(b'n'),
+        b'\r' => short(b'r'),
+        b'\t' => short(b't'),
+        8 => short(b'b'),
+        12 => short(b'f'),
+        _ => {
             let hex = b"0123456789abcdef";
-            out.extend_from_slice(&[
+            let u = [
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
-                hex[(cp >> 4) as usize],
-                hex[(cp & 15) as usize],
-            ]);
-            return true;
+                hex[(c >> 4) as usize],
+                hex[(c & 15) as usize],
+            ];
+            (u, 6)
+        }
+    }
+}
+
+/// Prints one decoded code point as the printer would inside a string; returns whether it
+/// printed an escape.
+pub(super) fn push_canonical_char(out: &mut Vec<u8>, cp: u32) -> bool {
+    match cp {
+        0x22 | 0x5C | 0..=0x1F => {
+            let (e, n) = escape(cp as u8);
+            out.extend_from_slice(&e[..n]);
+            true
         }
         _ => {
             super::push_code_point(out, cp);
-            return false;
+            false
         }
-    };
-    out.extend_from_slice(esc);
-    true
+    }
 }
 
 fn write_str<S: Sink>(s: &[u8], out: &mut S) {
@@ -113,29 +124,8 @@ fn write_str<S: Sink>(s: &[u8], out: &mut S) {
         let Some(&c) = s.get(i) else {
             break;
         };
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            8 => b"\\b",
-            12 => b"\\f",
-            _ => {
-                let hex = b"0123456789abcdef";
-                out.put(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    hex[(c >> 4) as usize],
-                    hex[(c & 15) as usize],
-                ]);
-                i += 1;
-                continue;
-            }
-        };
-        out.put(esc);
+        let (e, n) = escape(c);
+        out.put(&e[..n]);
         i += 1;
     }
     out.put(b"\"");
