@@ -122,11 +122,8 @@ impl GuardSession {
             return Ok(());
         }
         // Most lines are calls: read without a tree. Anything else takes the tree below.
-        let controller = &self.controller;
         if self.fast
-            && let Some(call) = self
-                .reader
-                .read(line, |tool, failed| controller.reads_result(tool, failed))
+            && let Some(call) = self.reader.read(line)
             && let Some(tool) = self.tools.get(call.tool)
         {
             let call_answer = answer(&mut self.controller, tool, call);

@@ -4,7 +4,7 @@
 //! the tree path, which answers it or names the error exactly as before.
 
 use crate::hash::{EMPTY_ARGS_HASH, Hash};
-use crate::json::{Canonicalizer, Kind, Members, decode_string_at};
+use crate::json::{Canonicalizer, Kind, Members};
 
 /// Which call-shaped request a line is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,19 +60,11 @@ struct Seen {
     failed: Option<Option<bool>>,
     failed_ok: bool,
     id_ok: bool,
-    /// Where the result string's body starts in the line (it is decoded only if read).
-    result_body: usize,
 }
 
 impl RequestReader {
-    /// The line as a call, or `None` when the tree path must decide. `reads(tool, failed)`
-    /// says whether the controller will read the result: a result it will not read is
-    /// checked but not decoded (and given as `None`).
-    pub(super) fn read(
-        &mut self,
-        line: &[u8],
-        reads: impl Fn(&str, Option<bool>) -> bool,
-    ) -> Option<Call<'_>> {
+    /// The line as a call, or `None` when the tree path must decide.
+    pub(super) fn read(&mut self, line: &[u8]) -> Option<Call<'_>> {
         let mut seen = Seen {
             failed_ok: true,
             id_ok: true,
@@ -88,7 +80,7 @@ impl RequestReader {
         self.key = key;
         read?;
         m.finish().ok()?;
-        self.call(seen, line, reads)
+        self.call(seen)
     }
 
     /// Reads `{"op":"before","tool":"NAME"` or the same with `after`, the way every client
@@ -153,9 +145,7 @@ impl RequestReader {
                     seen.args = Some(kind);
                 }
                 b"result" => {
-                    let (kind, body) = m.value_deferring_string(canon, &mut r.other).ok()?;
-                    seen.result = Some(kind);
-                    seen.result_body = body;
+                    seen.result = Some(m.value(canon, Some(&mut r.result), &mut r.other).ok()?)
                 }
                 b"failed" => {
                     let kind = m.value(canon, None, &mut r.other).ok()?;
@@ -174,12 +164,7 @@ impl RequestReader {
     }
 
     /// The call the fields make, if they make one.
-    fn call(
-        &mut self,
-        seen: Seen,
-        line: &[u8],
-        reads: impl Fn(&str, Option<bool>) -> bool,
-    ) -> Option<Call<'_>> {
+    fn call(&self, seen: Seen) -> Option<Call<'_>> {
         let op = match (seen.op?, self.op.as_slice()) {
             (Kind::Str, b"before") => Op::Before,
             (Kind::Str, b"after") => Op::After,
@@ -201,30 +186,21 @@ impl RequestReader {
                 failed: None,
             });
         }
-        if !(seen.failed_ok && seen.id_ok) {
-            return None;
-        }
-        let failed = seen.failed.flatten();
         let result = match seen.result? {
-            Kind::Str => {
-                let read = std::str::from_utf8(&self.tool).map_or(true, |t| reads(t, failed));
-                if read {
-                    decode_string_at(line, seen.result_body, &mut self.result).ok()?;
-                    Some(self.result.as_slice())
-                } else {
-                    None
-                }
-            }
+            Kind::Str => Some(self.result.as_slice()),
             Kind::Null => None,
             _ => return None,
         };
+        if !(seen.failed_ok && seen.id_ok) {
+            return None;
+        }
         Some(Call {
             op,
             tool,
             args,
             args_hash,
             result,
-            failed,
+            failed: seen.failed.flatten(),
         })
     }
 }

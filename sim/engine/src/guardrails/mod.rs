@@ -538,21 +538,6 @@ impl Controller {
         self.after_call_facts(&facts, failed)
     }
 
-    /// Whether `after_call` and the stall guards would read this call's result, so a caller
-    /// can leave it undecoded otherwise. `failed: None` asks the classifier, which reads it.
-    pub fn reads_result(&self, tool: &str, failed: Option<bool>) -> bool {
-        match failed {
-            None => true,
-            Some(_) if self.rules.stall_guards => true,
-            Some(true) => false,
-            // A success is hashed for an idempotent tool, and a landed write resets progress.
-            Some(false) => {
-                self.is_idempotent(tool)
-                    || (self.rules.progress_reset && tools::is_file_mutating(tool))
-            }
-        }
-    }
-
     /// The fallback classifier with this controller's rules.
     pub fn classify(&self, tool: &str, result: Option<&[u8]>) -> bool {
         classify_failure(tool, result, self.rules.refusal_not_failure)

@@ -174,25 +174,6 @@ impl<'a> Members<'a> {
         true
     }
 
-    /// Reads the current member's value as [`Members::value`] does, but a string is only
-    /// checked, not decoded: its body starts at the returned position (decode it later with
-    /// [`decode_string_at`]).
-    pub fn value_deferring_string(
-        &mut self,
-        canon: &mut Canonicalizer,
-        printed: &mut Vec<u8>,
-    ) -> Result<(Kind, usize), ParseError> {
-        let p = &mut self.p;
-        if self.state == State::BeforeValue && p.s.get(p.i) == Some(&b'"') {
-            self.state = State::AfterValue;
-            p.i += 1;
-            let body = p.i;
-            p.skip_string()?;
-            return Ok((Kind::Str, body));
-        }
-        Ok((self.value(canon, None, printed)?, 0))
-    }
-
     /// Checks that nothing but whitespace follows the object.
     pub fn finish(mut self) -> Result<(), ParseError> {
         if self.state != State::End {
@@ -204,14 +185,4 @@ impl<'a> Members<'a> {
         }
         Ok(())
     }
-}
-
-/// Decodes the string whose body starts at `body` in `text`, a string a [`Members`] reader
-/// has already checked there ([`Members::value_deferring_string`]), into `out`.
-pub fn decode_string_at(text: &[u8], body: usize, out: &mut Vec<u8>) -> Result<(), ParseError> {
-    let mut p = Parser::<true>::new(text);
-    p.utf8 = true;
-    p.i = body;
-    out.clear();
-    p.string_into(out)
 }

@@ -16,7 +16,7 @@ mod text;
 mod write;
 
 pub use canon::{Canonicalizer, Kind};
-pub use members::{Members, decode_string_at};
+pub use members::Members;
 use parse::parse_with;
 pub use parse::push_code_point;
 pub use text::{char_len, char_prefix, code_points, is_utf8, py_strip};

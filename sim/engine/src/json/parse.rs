@@ -280,27 +280,6 @@ impl<'a, const STRICT: bool> Parser<'a, STRICT> {
         }
     }
 
-    /// Moves past a string body (after its opening quote) as [`Parser::string_into`] reads
-    /// it, errors included, without decoding it.
-    pub(super) fn skip_string(&mut self) -> Result<(), ParseError> {
-        loop {
-            let run_start = self.i;
-            self.i += self.plain_run();
-            self.check_run(run_start)?;
-            match self.s.get(self.i) {
-                None => return Err(self.err("unterminated string")),
-                Some(b'"') => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                Some(b'\\') => {
-                    self.escape()?;
-                }
-                Some(_) => return Err(self.err("invalid control character in string")),
-            }
-        }
-    }
-
     /// Decodes the escape at `i` (a backslash) into a code point; a `\uD8xx\uDCxx` pair is
     /// one code point, a lone surrogate stays a surrogate.
     pub(super) fn escape(&mut self) -> Result<u32, ParseError> {
