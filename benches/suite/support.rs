@@ -76,6 +76,15 @@ pub fn record(name: &'static str, iters: u64, d: Duration) {
     SAMPLES.lock().unwrap().push((name, iters, d));
 }
 
+/// The median of sorted, non-empty values.
+pub fn median_sorted(v: &[f64]) -> f64 {
+    if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    }
+}
+
 /// Median and minimum time per iteration, in ns, over the samples recorded for `name`.
 pub fn per_iter_ns(name: &str) -> Option<(f64, f64)> {
     let samples = SAMPLES.lock().unwrap();
@@ -88,10 +97,6 @@ pub fn per_iter_ns(name: &str) -> Option<(f64, f64)> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let median = if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-    };
+    let median = median_sorted(&v);
     Some((median, v[0]))
 }

@@ -1,4 +1,5 @@
-//! Sweeps: runs per second on 1 and 2 threads (target: at least 1.8x from 1 to 2), and peak
+//! Sweeps: runs per second on 1 and 2 threads (target: at least 1.9x from 1 to 2,
+//! beside the machine's own ceiling: two independent halves at once), and peak
 //! memory of long sweeps that stream their rows (target: flat from 10,000 to 100,000 runs).
 
 use std::hint::black_box;
@@ -12,6 +13,9 @@ use crate::support::{root, timed};
 
 pub const ONE: &str = "sweep/runs_1_thread";
 pub const TWO: &str = "sweep/runs_2_threads";
+/// The machine's own ceiling for two threads: the same jobs split in two halves, each run by
+/// its own one-thread pool at the same time, sharing nothing but the inputs.
+pub const HALVES: &str = "sweep/two_independent_halves";
 /// Seeds per setting and scenario in the throughput bench (a sweep usually has dozens).
 pub const SEEDS: u64 = 256;
 
@@ -51,13 +55,23 @@ pub fn setup(seeds: u64) -> (SweepSpec, Vec<Scenario>, Plan) {
 /// Runs every job as `loopsim sweep` does: CSV lines (counted, then dropped) and the
 /// aggregator.
 pub fn stream(spec: &SweepSpec, scenarios: &[Scenario], plan: &Plan) -> usize {
+    stream_range(spec, scenarios, plan, 0..plan.len())
+}
+
+/// [`stream`] over the jobs `range` only.
+fn stream_range(
+    spec: &SweepSpec,
+    scenarios: &[Scenario],
+    plan: &Plan,
+    range: std::ops::Range<u64>,
+) -> usize {
     let mut agg = Aggregator::new(true);
     let mut bytes = 0;
     run_jobs(
         spec,
         plan,
         scenarios,
-        0..plan.len(),
+        range,
         &|| {},
         &metrics::csv_line,
         &mut |row, line| {
@@ -93,6 +107,14 @@ pub fn benches(c: &mut Criterion) {
             })
         });
     }
+    let halves = [pool(1), pool(1)];
+    g.bench_function("two_independent_halves", |b| {
+        b.iter_custom(|iters| {
+            timed(HALVES, iters, || {
+                black_box(two_halves(&halves, &spec, &scenarios, &plan));
+            })
+        })
+    });
     g.finish();
 }
 
@@ -107,6 +129,76 @@ fn status_kib(key: &str) -> Option<u64> {
 /// measurement is not the high-water mark of whatever ran before it.
 fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Medians (ns per sweep) and sorted per-round ratios of [`interleaved`].
+pub struct Rounds {
+    pub runs: u64,
+    pub one_ns: f64,
+    pub two_ns: f64,
+    pub halves_ns: f64,
+    pub two_vs_one: Vec<f64>,
+    pub ceiling_vs_one: Vec<f64>,
+    pub two_vs_ceiling: Vec<f64>,
+}
+
+/// Runs the sweep on one thread, on two, and as two independent halves, back to back, `n`
+/// times; each round gives its own ratios, so a drift of the machine's speed between rounds
+/// does not enter them.
+pub fn interleaved(n: usize) -> Rounds {
+    let (spec, scenarios, plan) = setup(SEEDS);
+    let (one, two, halves) = (pool(1), pool(2), [pool(1), pool(1)]);
+    let time = |f: &dyn Fn()| {
+        let t = std::time::Instant::now();
+        f();
+        t.elapsed().as_nanos() as f64
+    };
+    let (mut t1, mut t2, mut th) = (vec![], vec![], vec![]);
+    for _ in 0..n {
+        t1.push(time(&|| {
+            black_box(one.install(|| stream(&spec, &scenarios, &plan)));
+        }));
+        t2.push(time(&|| {
+            black_box(two.install(|| stream(&spec, &scenarios, &plan)));
+        }));
+        th.push(time(&|| {
+            black_box(two_halves(&halves, &spec, &scenarios, &plan));
+        }));
+    }
+    let ratios = |a: &[f64], b: &[f64]| {
+        let mut v: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        crate::support::median_sorted(&v)
+    };
+    Rounds {
+        runs: plan.len(),
+        one_ns: median(&t1),
+        two_ns: median(&t2),
+        halves_ns: median(&th),
+        two_vs_one: ratios(&t1, &t2),
+        ceiling_vs_one: ratios(&t1, &th),
+        two_vs_ceiling: ratios(&th, &t2),
+    }
+}
+
+/// The jobs in two halves, each on its own one-thread pool, at the same time.
+fn two_halves(
+    pools: &[rayon::ThreadPool; 2],
+    spec: &SweepSpec,
+    scenarios: &[Scenario],
+    plan: &Plan,
+) -> usize {
+    let mid = plan.len() / 2;
+    std::thread::scope(|s| {
+        let first = s.spawn(|| pools[0].install(|| stream_range(spec, scenarios, plan, 0..mid)));
+        let second = pools[1].install(|| stream_range(spec, scenarios, plan, mid..plan.len()));
+        first.join().expect("first half") + second
+    })
 }
 
 /// How far a sweep of about `runs` runs takes the resident memory above what was in use
