@@ -246,7 +246,10 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence, stream_calls: &stream_calls::Loaded) 
         let rate = |ns: f64| runs / (ns / 1e9);
         let spread = |v: &[f64]| {
             let (lo, hi) = (v[0], v[v.len() - 1]);
-            format!("{:.2}x (rounds {lo:.2}x to {hi:.2}x)", support::median_sorted(v))
+            format!(
+                "{:.2}x (rounds {lo:.2}x to {hi:.2}x)",
+                support::median_sorted(v)
+            )
         };
         rows.push(format!(
             "| sweep throughput, 2 threads vs 1 ({} runs of small scenarios, rows streamed; {} rounds) | {:.0} runs/s | {:.0} runs/s | {} | >= 1.9x |",

@@ -174,3 +174,58 @@ fn a_guard_line_without_an_end_is_refused_at_its_limit() {
         stderr(&o)
     );
 }
+
+/// A client that sends one request and waits for its answer (a coprocess) gets each answer
+/// before it sends the next request; the guard is killed by its PID if an answer never comes.
+#[test]
+fn guard_answers_a_coprocess_line_by_line() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(["guard", "--profile", "hermes-0.19.0"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let before = r#"{"op":"before","tool":"web_search","args":{"q":"x"}}"#;
+    let after = r#"{"op":"after","tool":"web_search","args":{"q":"x"},"result":"Error: boom","failed":true}"#;
+    let mut answers = Vec::new();
+    for request in [before, after, before, after, before] {
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(answer) => answers.push(answer),
+            Err(_) => {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &pid.to_string()])
+                    .status();
+                let _ = child.wait();
+                panic!("no answer to request {} within 20 s", answers.len() + 1);
+            }
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert!(status.success());
+    assert_eq!(answers.len(), 5);
+    assert!(
+        answers[0].starts_with(r#"{"action":"allow","code":"allow","count":0,"#),
+        "{}",
+        answers[0]
+    );
+    assert!(answers[3].contains(r#""count":2"#), "{}", answers[3]);
+}

@@ -62,8 +62,9 @@ impl<R: Read> Lines<R> {
     }
 
     /// The next line without its newline; `Ok(None)` at the end; an error for a line longer
-    /// than [`MAX_LINE`] (`n` is its number).
-    fn next(&mut self, n: usize) -> Result<Option<&[u8]>> {
+    /// than [`MAX_LINE`] (`n` is its number). `idle` runs before every read that may wait:
+    /// a client that sends one request and waits for its answer gets it then.
+    fn next(&mut self, n: usize, idle: &mut dyn FnMut() -> Result<()>) -> Result<Option<&[u8]>> {
         loop {
             let pending = &self.data[self.start..self.end];
             if let Some(at) = memchr::memchr(b'\n', pending) {
@@ -89,6 +90,7 @@ impl<R: Read> Lines<R> {
                 let len = (self.data.len() * 2).min(MAX_LINE + Self::CHUNK + 1);
                 self.data.resize(len.max(self.end + Self::CHUNK / 2), 0);
             }
+            idle()?;
             let read = loop {
                 match self.input.read(&mut self.data[self.end..]) {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -108,7 +110,16 @@ pub fn run(profile: ProfileName, config: Option<&Path>, platform: Option<&str>) 
     let mut out = std::io::stdout().lock();
     let mut buf = Vec::with_capacity(1 << 17);
     for n in 1.. {
-        let line = match lines.next(n) {
+        // Answers go out in blocks of 64 KiB, and whenever the input has nothing more to
+        // read yet, so a stream is fast and a coprocess is never left waiting.
+        let mut flush = || -> Result<()> {
+            if !buf.is_empty() {
+                out.write_all(&buf).map_err(io)?;
+                buf.clear();
+            }
+            out.flush().map_err(io)
+        };
+        let line = match lines.next(n, &mut flush) {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) => {
