@@ -289,3 +289,56 @@ fn hermes_driver_and_loopsim_guard_refuse_the_same_lines() {
         }
     }
 }
+
+/// Floats in arguments hash as Python prints them (`repr`), ties between two shortest
+/// spellings included: Python rounds the last digit to even there, where Rust's own
+/// formatting rounds up (1238030092324805.25 is `...805.2` to Python).
+#[test]
+fn live_hermes_0_19_0_hashes_floats_as_python_prints_them() {
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
+    let Some(py) = hermes_python_or_skip("the float conformance test") else {
+        return;
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut input = Vec::new();
+    let mut ties = 0;
+    for i in 0..6000u64 {
+        let f = match i % 3 {
+            0 => f64::from_bits(rng.random()),
+            // Quarters between 2^50 and 2^53, where the shortest spellings can tie.
+            1 => (rng.random_range(1u64 << 52..1 << 55) as f64) / 4.0,
+            _ => 10f64.powi(rng.random_range(-330..310)) * rng.random_range(1.0..10.0),
+        };
+        if !f.is_finite() {
+            continue;
+        }
+        // The significant digits of a spelling: `-1.25e+07` and `12500000.0` give `125`.
+        let digits = |s: &str| -> String {
+            let m = s.split(['e', 'E']).next().unwrap();
+            let d: String = m.chars().filter(char::is_ascii_digit).collect();
+            d.trim_start_matches('0').trim_end_matches('0').to_string()
+        };
+        if digits(&format!("{f:e}")) != digits(&loopsim_engine::json::float_repr(f)) {
+            ties += 1;
+        }
+        // Any spelling that reads back as `f` will do: Rust's shortest.
+        writeln!(
+            input,
+            r#"{{"op":"before","tool":"t","args":{{"x":{f:e},"n":[{f:?}]}}}}"#
+        )
+        .unwrap();
+    }
+    let want = python_output(&py, &["tests/conformance/hermes_driver.py"], Some(&input));
+    let got = run_guard(&["--profile", "hermes-0.19.0"], &input);
+    if let Some(diff) = first_difference(&want, &got, &input) {
+        panic!("{diff}");
+    }
+    let answers = want.iter().filter(|&&b| b == b'\n').count();
+    assert!(answers >= 5000, "only {answers} answers");
+    assert!(
+        ties > 50,
+        "only {ties} floats whose shortest spellings tie were drawn"
+    );
+    eprintln!("floats: {answers} answers identical, {ties} with tied shortest spellings");
+}

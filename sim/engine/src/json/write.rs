@@ -1,8 +1,6 @@
 //! The canonical printer: `json.dumps(sort_keys=True, separators=(",", ":"),
 //! ensure_ascii=False)` of a parsed [`Value`].
 
-use std::fmt::Write as _;
-
 use super::Value;
 
 /// Where canonical JSON goes: a buffer, or straight into a hasher.
@@ -138,25 +136,9 @@ pub fn float_repr(f: f64) -> String {
     String::from_utf8(out).expect("ascii")
 }
 
-/// A fixed buffer `{:e}` can print into: a float's shortest digits need at most 24 bytes.
-struct Sci {
-    buf: [u8; 32],
-    len: usize,
-}
-
-impl std::fmt::Write for Sci {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        self.buf
-            .get_mut(self.len..end)
-            .ok_or(std::fmt::Error)?
-            .copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
-/// Appends [`float_repr`] of `f`, without allocating.
+/// Appends [`float_repr`] of `f`, without allocating. Integral values below 1e16 (most floats
+/// in arguments: `1.0`, `-0.0`, `3.0`) print as their integer; others take ryu's shortest
+/// round-trip digits, laid out Python's way (the same digits `{:e}` prints, found faster).
 pub fn push_float_repr(out: &mut Vec<u8>, f: f64) {
     if f.is_nan() {
         return out.extend_from_slice(b"NaN");
@@ -164,34 +146,52 @@ pub fn push_float_repr(out: &mut Vec<u8>, f: f64) {
     if f.is_infinite() {
         return out.extend_from_slice(if f > 0.0 { b"Infinity" } else { b"-Infinity" });
     }
-    // `{:e}` gives the shortest round-trip digits as d.ddde<exp>.
-    let mut sci = Sci {
-        buf: [0; 32],
-        len: 0,
+    if f == f.trunc() && f.abs() < 1e16 {
+        if f.is_sign_negative() {
+            out.push(b'-');
+        }
+        push_u64(out, f.abs() as u64);
+        return out.extend_from_slice(b".0");
+    }
+    let mut ryu = ryu::Buffer::new();
+    let text = ryu.format_finite(f).as_bytes();
+    let (neg, text) = match text.strip_prefix(b"-") {
+        Some(t) => (true, t),
+        None => (false, text),
     };
-    write!(sci, "{f:e}").expect("a float fits");
-    let sci = &sci.buf[..sci.len];
-    let e = sci.iter().position(|&c| c == b'e').expect("exponent");
-    let exp: i32 = std::str::from_utf8(&sci[e + 1..])
-        .expect("ascii")
-        .parse()
-        .expect("exponent digits");
-    let (neg, mantissa) = match sci[..e].strip_prefix(b"-") {
-        Some(m) => (true, m),
-        None => (false, &sci[..e]),
+    let (mantissa, exp) = match text.iter().position(|&c| c == b'e') {
+        Some(e) => (&text[..e], parse_exp(&text[e + 1..])),
+        None => (text, 0),
     };
+    // The mantissa's digits without the point, and where the point falls among them.
     let mut digits = [0u8; 24];
     let mut n = 0;
-    for &c in mantissa.iter().filter(|&&c| c != b'.') {
-        digits[n] = c;
-        n += 1;
+    let mut point = mantissa.len() as i32;
+    let mut leading_zeros = 0;
+    for (i, &c) in mantissa.iter().enumerate() {
+        if c == b'.' {
+            point = i as i32;
+        } else if n == 0 && c == b'0' {
+            leading_zeros += 1;
+        } else {
+            digits[n] = c;
+            n += 1;
+        }
     }
-    let digits = &digits[..n];
-    let decpt = exp + 1;
+    while n > 1 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    lay_out(out, neg, &digits[..n], point - leading_zeros + exp);
+}
+
+/// Python's layout of shortest digits `d1 d2 ...` worth `0.d1d2... * 10^decpt`: positional
+/// from 1e-4 to below 1e16, else `d.ddde+XX`.
+fn lay_out(out: &mut Vec<u8>, neg: bool, digits: &[u8], decpt: i32) {
     if neg {
         out.push(b'-');
     }
     if !(-4 < decpt && decpt <= 16) {
+        let exp = decpt - 1;
         out.push(digits[0]);
         if digits.len() > 1 {
             out.push(b'.');
@@ -218,5 +218,110 @@ pub fn push_float_repr(out: &mut Vec<u8>, f: f64) {
         out.extend_from_slice(digits);
         out.extend(std::iter::repeat_n(b'0', decpt as usize - digits.len()));
         out.extend_from_slice(b".0");
+    }
+}
+
+/// An exponent as ryu prints it: `16`, `-7`.
+fn parse_exp(text: &[u8]) -> i32 {
+    let (neg, digits) = match text.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, text),
+    };
+    let v = digits
+        .iter()
+        .fold(0i32, |v, &c| v * 10 + i32::from(c - b'0'));
+    if neg { -v } else { v }
+}
+
+/// Appends `n`'s decimal digits.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
+
+    /// The layout from `{:e}`'s shortest digits, as the printer did before it used ryu (which
+    /// breaks ties between two shortest spellings the other way).
+    fn reference(f: f64) -> String {
+        if f.is_nan() || f.is_infinite() {
+            return float_repr(f);
+        }
+        let sci = format!("{f:e}");
+        let (mantissa, exp) = sci.split_once('e').unwrap();
+        let exp: i32 = exp.parse().unwrap();
+        let (neg, mantissa) = match mantissa.strip_prefix('-') {
+            Some(m) => (true, m),
+            None => (false, mantissa),
+        };
+        let digits: Vec<u8> = mantissa.bytes().filter(|&c| c != b'.').collect();
+        let mut out = Vec::new();
+        lay_out(&mut out, neg, &digits, exp + 1);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn ryu_digits_lay_out_as_the_shortest_digits_of_fmt() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let (mut checked, mut ties) = (0, 0);
+        for i in 0..400_000u64 {
+            let f = match i % 4 {
+                // Any bit pattern: every exponent, subnormals, NaNs.
+                0 => f64::from_bits(rng.random()),
+                // Integers and halves near the 1e16 switch and below.
+                1 => (rng.random_range(0..20_000_000_000_000_000u64) as f64) / 2.0,
+                // Short decimals, as people write them.
+                2 => rng.random_range(-100_000i64..100_000) as f64 / 1000.0,
+                _ => 10f64.powi(rng.random_range(-330..310)) * rng.random_range(1..10) as f64,
+            };
+            let f = if rng.random_bool(0.5) { -f } else { f };
+            let (ours, fmt) = (float_repr(f), reference(f));
+            if ours != fmt {
+                // A tie between two shortest spellings: Python (and ryu) round the last digit
+                // to even, core::fmt rounds it up; tests/conformance.rs holds ours to Python.
+                assert_eq!(ours.len(), fmt.len(), "{f:e}");
+                assert_eq!(
+                    ours.parse::<f64>().unwrap().to_bits(),
+                    f.to_bits(),
+                    "{ours}"
+                );
+                let (a, b) = (ours.as_bytes(), fmt.as_bytes());
+                let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap();
+                assert!(a[at] % 2 == 0 && a[at] + 1 == b[at], "{ours} vs {fmt}");
+                ties += 1;
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 400_000);
+        assert!(ties > 0, "the draw has ties between shortest spellings");
+        for (f, want) in [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1e16, "1e+16"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (1e-4, "0.0001"),
+            (1e-5, "1e-05"),
+            (0.1, "0.1"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (123456.789, "123456.789"),
+            // Python: repr(-1238030092324805.25) is '-1238030092324805.2' (core::fmt says .3).
+            (-1238030092324805.25, "-1238030092324805.2"),
+        ] {
+            assert_eq!(float_repr(f), want);
+        }
     }
 }
