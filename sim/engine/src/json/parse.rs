@@ -180,6 +180,9 @@ impl<'a, const STRICT: bool> Parser<'a, STRICT> {
         let s: &'a [u8] = self.s;
         let text = &s[start..self.i];
         if is_float {
+            if let Some(f) = short_decimal(text) {
+                return Ok(Number::Float(f));
+            }
             // Rust and CPython both round decimal strings correctly; overflow gives infinity.
             let f: f64 = std::str::from_utf8(text)
                 .expect("ascii")
@@ -402,5 +405,72 @@ pub fn push_code_point(out: &mut Vec<u8>, cp: u32) {
             0x80 | ((cp >> 6) & 0x3F) as u8,
             0x80 | (cp & 0x3F) as u8,
         ]),
+    }
+}
+
+/// The value of a decimal without exponent and with at most 15 digits (`1.5`, `-0.25`,
+/// `100.0`): the digits as an integer over a power of ten, both exact in an f64, so the one
+/// division rounds correctly, as a full decimal conversion would.
+fn short_decimal(text: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (neg, t) = match text.strip_prefix(b"-") {
+        Some(t) => (true, t),
+        None => (false, text),
+    };
+    let (mut m, mut digits, mut frac, mut point) = (0u64, 0usize, 0usize, false);
+    for &c in t {
+        match c {
+            b'.' => point = true,
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                digits += 1;
+                frac += usize::from(point);
+            }
+            _ => return None,
+        }
+        if digits > 15 {
+            return None;
+        }
+    }
+    let f = m as f64 / POW10[frac];
+    Some(if neg { -f } else { f })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_decimal;
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
+
+    #[test]
+    fn short_decimals_read_as_a_full_conversion_reads_them() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut fast = 0;
+        for _ in 0..300_000 {
+            let n = rng.random_range(2..=17);
+            let mut text: Vec<u8> = (0..n).map(|_| b'0' + rng.random_range(0..10u8)).collect();
+            let point = rng.random_range(1..n);
+            text.insert(point, b'.');
+            if rng.random_bool(0.5) {
+                text.insert(0, b'-');
+            }
+            let s = std::str::from_utf8(&text).unwrap();
+            let want: f64 = s.parse().unwrap();
+            match short_decimal(&text) {
+                Some(f) => {
+                    assert_eq!(f.to_bits(), want.to_bits(), "{s}");
+                    fast += 1;
+                }
+                None => assert!(n > 15, "{s} has {n} digits"),
+            }
+        }
+        assert!(fast > 100_000, "only {fast} took the short path");
+        assert_eq!(
+            short_decimal(b"-0.0").map(f64::to_bits),
+            Some((-0.0f64).to_bits())
+        );
+        assert_eq!(short_decimal(b"1e5"), None);
     }
 }
