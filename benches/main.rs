@@ -183,7 +183,12 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence, stream_calls: &stream_calls::Loaded) 
             }
             Err(e) => println!("python process: skipped: {e}"),
         }
-        match streams::rows(ctx, seq, runs) {
+        // Rounds of the three measurements back to back, per stream.
+        let rounds = std::env::var("LOOPSIM_BENCH_STREAM_ROUNDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if ctx.quick { 2 } else { 7 });
+        match streams::rows(ctx, seq, rounds) {
             Ok(r) => rows.extend(r),
             Err(e) => println!("guard streams: skipped: {e}"),
         }

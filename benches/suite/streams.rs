@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::process::{self, LINES, loopsim_bin, run_once};
 use crate::seq::Sequence;
-use crate::support::{Ctx, root};
+use crate::support::{Ctx, median, root};
 
 /// A stream: its name, what it is, and where it is written.
 pub struct Stream {
@@ -91,14 +91,13 @@ fn floor_inputs(path: &Path) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// The floor's time: read the stream, hash the bytes; best of `runs`.
-fn floor(path: &Path, runs: usize) -> Result<Duration, String> {
-    let inputs = floor_inputs(path)?;
+fn floor(path: &Path, inputs: &[Vec<u8>], runs: usize) -> Result<Duration, String> {
     let mut best = Duration::MAX;
     for _ in 0..runs.max(1) {
         let start = Instant::now();
         let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
         black_box(&bytes);
-        for b in &inputs {
+        for b in inputs {
             black_box(Sha256::digest(black_box(b)));
         }
         best = best.min(start.elapsed());
@@ -127,10 +126,12 @@ fn python_in_process(py: &Path, stream: &Path, reps: usize) -> Result<f64, Strin
         .map_err(|e| format!("python_guard_stream.py printed no number: {e}"))
 }
 
-/// One row per stream: loopsim's whole process per request (best of `runs`), Hermes's
-/// controller in-process per request, and the floor per request; the driver's answers on
+/// One row per stream: loopsim's whole process per request, Hermes's controller in-process
+/// per request, and the floor per request, measured back to back in each of `rounds` rounds
+/// (the ratios are taken within a round, then their median and range reported: this
+/// machine's speed drifts between rounds by more than the effects). The driver's answers on
 /// the same stream must be loopsim's, byte for byte.
-pub fn rows(ctx: &Ctx, seq: &Sequence, runs: usize) -> Result<Vec<String>, String> {
+pub fn rows(ctx: &Ctx, seq: &Sequence, rounds: usize) -> Result<Vec<String>, String> {
     let py = ctx
         .python
         .as_ref()
@@ -141,31 +142,58 @@ pub fn rows(ctx: &Ctx, seq: &Sequence, runs: usize) -> Result<Vec<String>, Strin
     for s in streams(ctx, seq)? {
         let ours_out = ctx.out_dir.join(format!("{}.loopsim.out", s.name));
         let theirs_out = ctx.out_dir.join(format!("{}.hermes.out", s.name));
-        let mut ours = Duration::MAX;
-        for _ in 0..runs.max(1) {
-            let mut cmd = Command::new(&bin);
-            cmd.args(["guard", "--profile", "hermes-0.19.0"]);
-            ours = ours.min(run_once(&mut cmd, &s.path, &ours_out)?);
-        }
         let mut cmd = Command::new(py);
         cmd.arg(root().join("tests/conformance/hermes_driver.py"));
         run_once(&mut cmd, &s.path, &theirs_out)?;
+        let inputs = floor_inputs(&s.path)?;
+        let (mut ours, mut python, mut floors) = (vec![], vec![], vec![]);
+        for _ in 0..rounds.max(1) {
+            let mut cmd = Command::new(&bin);
+            cmd.args(["guard", "--profile", "hermes-0.19.0"]);
+            ours.push(run_once(&mut cmd, &s.path, &ours_out)?.as_nanos() as f64 / lines);
+            floors.push(floor(&s.path, &inputs, 3)?.as_nanos() as f64 / lines);
+            python.push(python_in_process(py, &s.path, 1)?);
+        }
         let same = std::fs::read(&ours_out).ok() == std::fs::read(&theirs_out).ok();
-        let python_ns = python_in_process(py, &s.path, runs)?;
-        let floor_ns = floor(&s.path, runs.max(3))?.as_nanos() as f64 / lines;
-        let ours_ns = ours.as_nanos() as f64 / lines;
+        let faster = Ratios::of(&python, &ours);
+        let of_floor = Ratios::of(&ours, &floors);
         rows.push(format!(
-            "| `loopsim guard` process per request, stream `{}` ({}; {}k lines), vs Hermes 0.19.0's controller in-process, and vs the floor (read + SHA-256){} | {:.2} us | {:.2} us / {:.2} us | {:.1}x faster / {:.1}x the floor | >= 20x / <= 3x |",
+            "| `loopsim guard` process per request, stream `{}` ({}; {}k lines), vs Hermes 0.19.0's controller in-process, and vs the floor (read + SHA-256); {} rounds{} | {:.2} us | {:.2} us / {:.2} us | {} faster / {} the floor | >= 20x / <= 3x |",
             s.name,
             s.what,
             LINES / 1000,
+            ours.len(),
             if same { "" } else { " (ANSWERS DIFFER)" },
-            ours_ns / 1e3,
-            python_ns / 1e3,
-            floor_ns / 1e3,
-            python_ns / ours_ns,
-            ours_ns / floor_ns
+            median(&ours) / 1e3,
+            median(&python) / 1e3,
+            median(&floors) / 1e3,
+            faster,
+            of_floor,
         ));
     }
     Ok(rows)
+}
+
+/// Per-round ratios `a[i] / b[i]`: their median and range.
+struct Ratios(Vec<f64>);
+
+impl Ratios {
+    fn of(a: &[f64], b: &[f64]) -> Ratios {
+        let mut v: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
+        v.sort_by(f64::total_cmp);
+        Ratios(v)
+    }
+}
+
+impl std::fmt::Display for Ratios {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = &self.0;
+        write!(
+            f,
+            "{:.1}x ({:.1}x to {:.1}x)",
+            crate::support::median_sorted(v),
+            v[0],
+            v[v.len() - 1]
+        )
+    }
 }

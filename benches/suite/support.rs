@@ -76,6 +76,13 @@ pub fn record(name: &'static str, iters: u64, d: Duration) {
     SAMPLES.lock().unwrap().push((name, iters, d));
 }
 
+/// The median of non-empty values.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    median_sorted(&v)
+}
+
 /// The median of sorted, non-empty values.
 pub fn median_sorted(v: &[f64]) -> f64 {
     if v.len() % 2 == 1 {

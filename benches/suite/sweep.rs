@@ -9,7 +9,7 @@ use loopsim_report::metrics;
 use loopsim_report::sweep::{Aggregator, Axis, Plan, SweepSpec, run_jobs};
 use loopsim_world::scenario::Scenario;
 
-use crate::support::{root, timed};
+use crate::support::{median, root, timed};
 
 pub const ONE: &str = "sweep/runs_1_thread";
 pub const TWO: &str = "sweep/runs_2_threads";
@@ -169,11 +169,6 @@ pub fn interleaved(n: usize) -> Rounds {
         let mut v: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
         v.sort_by(f64::total_cmp);
         v
-    };
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        crate::support::median_sorted(&v)
     };
     Rounds {
         runs: plan.len(),

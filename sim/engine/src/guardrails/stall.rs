@@ -139,7 +139,11 @@ impl StallState {
             obs.period = period as u32;
             obs.laps = laps;
         }
-        obs.stub = count >= 2 && !failed && json::char_len(result) >= STUB_MIN_CHARS;
+        // A text has at most as many characters as bytes: a short one is not counted.
+        obs.stub = count >= 2
+            && !failed
+            && result.len() >= STUB_MIN_CHARS
+            && json::char_len(result) >= STUB_MIN_CHARS;
         obs
     }
 
