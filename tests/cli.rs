@@ -176,7 +176,7 @@ fn a_guard_line_without_an_end_is_refused_at_its_limit() {
 }
 
 /// A client that sends one request and waits for its answer (a coprocess) gets each answer
-/// before it sends the next request; the guard is killed by its PID if an answer never comes.
+/// before it sends the next request; the guard is killed if an answer never comes.
 #[test]
 fn guard_answers_a_coprocess_line_by_line() {
     use std::io::{BufRead, BufReader, Write};
@@ -189,7 +189,6 @@ fn guard_answers_a_coprocess_line_by_line() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
     let mut stdin = child.stdin.take().unwrap();
     let (tx, rx) = mpsc::channel();
     let stdout = child.stdout.take().unwrap();
@@ -209,9 +208,7 @@ fn guard_answers_a_coprocess_line_by_line() {
         match rx.recv_timeout(Duration::from_secs(20)) {
             Ok(answer) => answers.push(answer),
             Err(_) => {
-                let _ = std::process::Command::new("kill")
-                    .args(["-9", &pid.to_string()])
-                    .status();
+                let _ = child.kill();
                 let _ = child.wait();
                 panic!("no answer to request {} within 20 s", answers.len() + 1);
             }

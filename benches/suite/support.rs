@@ -76,6 +76,35 @@ pub fn record(name: &'static str, iters: u64, d: Duration) {
     SAMPLES.lock().unwrap().push((name, iters, d));
 }
 
+/// Per-round ratios `a[i] / b[i]`, sorted: printed as their median and range.
+pub struct Ratios(pub Vec<f64>);
+
+impl Ratios {
+    pub fn of(a: &[f64], b: &[f64]) -> Ratios {
+        let mut v: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
+        v.sort_by(f64::total_cmp);
+        Ratios(v)
+    }
+
+    pub fn median(&self) -> f64 {
+        median_sorted(&self.0)
+    }
+}
+
+impl std::fmt::Display for Ratios {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = &self.0;
+        let p = f.precision().unwrap_or(1);
+        write!(
+            f,
+            "{:.p$}x (rounds {:.p$}x to {:.p$}x)",
+            self.median(),
+            v[0],
+            v[v.len() - 1]
+        )
+    }
+}
+
 /// The median of non-empty values.
 pub fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();

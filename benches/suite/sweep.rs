@@ -9,13 +9,10 @@ use loopsim_report::metrics;
 use loopsim_report::sweep::{Aggregator, Axis, Plan, SweepSpec, run_jobs};
 use loopsim_world::scenario::Scenario;
 
-use crate::support::{median, root, timed};
+use crate::support::{Ratios, median, root, timed};
 
 pub const ONE: &str = "sweep/runs_1_thread";
 pub const TWO: &str = "sweep/runs_2_threads";
-/// The machine's own ceiling for two threads: the same jobs split in two halves, each run by
-/// its own one-thread pool at the same time, sharing nothing but the inputs.
-pub const HALVES: &str = "sweep/two_independent_halves";
 /// Seeds per setting and scenario in the throughput bench (a sweep usually has dozens).
 pub const SEEDS: u64 = 256;
 
@@ -55,15 +52,15 @@ pub fn setup(seeds: u64) -> (SweepSpec, Vec<Scenario>, Plan) {
 /// Runs every job as `loopsim sweep` does: CSV lines (counted, then dropped) and the
 /// aggregator.
 pub fn stream(spec: &SweepSpec, scenarios: &[Scenario], plan: &Plan) -> usize {
-    stream_range(spec, scenarios, plan, 0..plan.len())
+    stream_jobs(spec, scenarios, plan, 0..plan.len())
 }
 
-/// [`stream`] over the jobs `range` only.
-fn stream_range(
+/// [`stream`] over these jobs only (ascending).
+fn stream_jobs(
     spec: &SweepSpec,
     scenarios: &[Scenario],
     plan: &Plan,
-    range: std::ops::Range<u64>,
+    jobs: impl Iterator<Item = u64>,
 ) -> usize {
     let mut agg = Aggregator::new(true);
     let mut bytes = 0;
@@ -71,7 +68,7 @@ fn stream_range(
         spec,
         plan,
         scenarios,
-        range,
+        jobs,
         &|| {},
         &metrics::csv_line,
         &mut |row, line| {
@@ -107,14 +104,6 @@ pub fn benches(c: &mut Criterion) {
             })
         });
     }
-    let halves = [pool(1), pool(1)];
-    g.bench_function("two_independent_halves", |b| {
-        b.iter_custom(|iters| {
-            timed(HALVES, iters, || {
-                black_box(two_halves(&halves, &spec, &scenarios, &plan));
-            })
-        })
-    });
     g.finish();
 }
 
@@ -131,15 +120,15 @@ fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// Medians (ns per sweep) and sorted per-round ratios of [`interleaved`].
+/// Medians (ns per sweep) and per-round ratios of [`interleaved`].
 pub struct Rounds {
     pub runs: u64,
     pub one_ns: f64,
     pub two_ns: f64,
     pub halves_ns: f64,
-    pub two_vs_one: Vec<f64>,
-    pub ceiling_vs_one: Vec<f64>,
-    pub two_vs_ceiling: Vec<f64>,
+    pub two_vs_one: Ratios,
+    pub ceiling_vs_one: Ratios,
+    pub two_vs_ceiling: Ratios,
 }
 
 /// Runs the sweep on one thread, on two, and as two independent halves, back to back, `n`
@@ -154,44 +143,47 @@ pub fn interleaved(n: usize) -> Rounds {
         t.elapsed().as_nanos() as f64
     };
     let (mut t1, mut t2, mut th) = (vec![], vec![], vec![]);
-    for _ in 0..n {
-        t1.push(time(&|| {
-            black_box(one.install(|| stream(&spec, &scenarios, &plan)));
-        }));
-        t2.push(time(&|| {
-            black_box(two.install(|| stream(&spec, &scenarios, &plan)));
-        }));
-        th.push(time(&|| {
-            black_box(two_halves(&halves, &spec, &scenarios, &plan));
-        }));
+    for round in 0..n {
+        // Each round starts with another of the three, so no order is built in.
+        for k in 0..3 {
+            match (round + k) % 3 {
+                0 => t1.push(time(&|| {
+                    black_box(one.install(|| stream(&spec, &scenarios, &plan)));
+                })),
+                1 => t2.push(time(&|| {
+                    black_box(two.install(|| stream(&spec, &scenarios, &plan)));
+                })),
+                _ => th.push(time(&|| {
+                    black_box(two_halves(&halves, &spec, &scenarios, &plan));
+                })),
+            }
+        }
     }
-    let ratios = |a: &[f64], b: &[f64]| {
-        let mut v: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
-        v.sort_by(f64::total_cmp);
-        v
-    };
     Rounds {
         runs: plan.len(),
         one_ns: median(&t1),
         two_ns: median(&t2),
         halves_ns: median(&th),
-        two_vs_one: ratios(&t1, &t2),
-        ceiling_vs_one: ratios(&t1, &th),
-        two_vs_ceiling: ratios(&th, &t2),
+        two_vs_one: Ratios::of(&t1, &t2),
+        ceiling_vs_one: Ratios::of(&t1, &th),
+        two_vs_ceiling: Ratios::of(&th, &t2),
     }
 }
 
-/// The jobs in two halves, each on its own one-thread pool, at the same time.
+/// The machine's own ceiling for two threads: the jobs in two halves (every other job, as
+/// `--shard 1/2` and `2/2` take them, so both get the same mix), each on its own one-thread
+/// pool at the same time, sharing nothing but the inputs.
 fn two_halves(
     pools: &[rayon::ThreadPool; 2],
     spec: &SweepSpec,
     scenarios: &[Scenario],
     plan: &Plan,
 ) -> usize {
-    let mid = plan.len() / 2;
+    let n = plan.len();
     std::thread::scope(|s| {
-        let first = s.spawn(|| pools[0].install(|| stream_range(spec, scenarios, plan, 0..mid)));
-        let second = pools[1].install(|| stream_range(spec, scenarios, plan, mid..plan.len()));
+        let first =
+            s.spawn(|| pools[0].install(|| stream_jobs(spec, scenarios, plan, (0..n).step_by(2))));
+        let second = pools[1].install(|| stream_jobs(spec, scenarios, plan, (1..n).step_by(2)));
         first.join().expect("first half") + second
     })
 }

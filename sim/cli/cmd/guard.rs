@@ -103,6 +103,15 @@ impl<R: Read> Lines<R> {
     }
 }
 
+/// Writes out the answers held in `buf` (emptied even when the write fails, so nothing is
+/// written twice) and flushes.
+fn drain(out: &mut impl Write, buf: &mut Vec<u8>) -> Result<()> {
+    let written = out.write_all(buf);
+    buf.clear();
+    written.map_err(io)?;
+    out.flush().map_err(io)
+}
+
 pub fn run(profile: ProfileName, config: Option<&Path>, platform: Option<&str>) -> Result<()> {
     let cfg = load_config(profile, config, platform)?;
     let mut session = GuardSession::new(&cfg);
@@ -112,34 +121,24 @@ pub fn run(profile: ProfileName, config: Option<&Path>, platform: Option<&str>) 
     for n in 1.. {
         // Answers go out in blocks of 64 KiB, and whenever the input has nothing more to
         // read yet, so a stream is fast and a coprocess is never left waiting.
-        let mut flush = || -> Result<()> {
-            if !buf.is_empty() {
-                out.write_all(&buf).map_err(io)?;
-                buf.clear();
-            }
-            out.flush().map_err(io)
-        };
-        let line = match lines.next(n, &mut flush) {
+        let line = match lines.next(n, &mut || drain(&mut out, &mut buf)) {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) => {
-                out.write_all(&buf).map_err(io)?;
-                out.flush().map_err(io)?;
+                drain(&mut out, &mut buf)?;
                 return Err(e);
             }
         };
         let handled = session.handle_line(line, &mut buf);
         if let Err(e) = handled {
-            out.write_all(&buf).map_err(io)?;
-            out.flush().map_err(io)?;
+            drain(&mut out, &mut buf)?;
             return Err(anyhow::Error::new(e).context("stdin"));
         }
         if buf.len() >= 1 << 16 {
-            out.write_all(&buf).map_err(io)?;
+            let written = out.write_all(&buf);
             buf.clear();
+            written.map_err(io)?;
         }
     }
-    out.write_all(&buf).map_err(io)?;
-    out.flush().map_err(io)?;
-    Ok(())
+    drain(&mut out, &mut buf)
 }

@@ -138,7 +138,8 @@ pub fn float_repr(f: f64) -> String {
 
 /// Appends [`float_repr`] of `f`, without allocating. Integral values below 1e16 (most floats
 /// in arguments: `1.0`, `-0.0`, `3.0`) print as their integer; others take ryu's shortest
-/// round-trip digits, laid out Python's way (the same digits `{:e}` prints, found faster).
+/// round-trip digits, laid out Python's way (ryu breaks a tie between two shortest
+/// spellings to even, as Python does; `{:e}` rounds it up).
 pub fn push_float_repr(out: &mut Vec<u8>, f: f64) {
     if f.is_nan() {
         return out.extend_from_slice(b"NaN");
