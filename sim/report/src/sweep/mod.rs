@@ -359,7 +359,10 @@ fn run_chunk(
             Ok(((setting, scenario), sc))
         })
         .collect::<Result<_, SweepError>>()?;
+    // Small pieces: the chunk ends when its last piece does, and a large last piece would
+    // leave the other threads idle at the barrier.
     jobs.par_iter()
+        .with_max_len(4)
         .map(|job| {
             let sc = &prepared
                 .iter()
