@@ -124,8 +124,13 @@ impl Profile {
                 ..v0_19
             },
             ProfileName::Hermes0_19_0 => v0_19,
+            // Hermes raised the delegation defaults after 0.19 (PRs #86506 and #86745, first
+            // in v0.20.2): a child's budget from 50 to 250 iterations, and from 3 to 10
+            // children at once.
             ProfileName::HermesV0_21_5 => Profile {
                 max_iterations: UNLIMITED,
+                child_max_iterations: 250,
+                max_concurrent_children: 10,
                 turn: newest_turn,
                 max_turns_parsing: MaxTurnsParsing::ResolveTurnLimit,
                 guardrails: GuardrailRules {
@@ -136,6 +141,8 @@ impl Profile {
             },
             ProfileName::HermesMain => Profile {
                 max_iterations: UNLIMITED,
+                child_max_iterations: 250,
+                max_concurrent_children: 10,
                 turn: newest_turn,
                 max_turns_parsing: MaxTurnsParsing::ResolveTurnLimit,
                 guardrails: GuardrailRules::NEWEST,
@@ -173,5 +180,16 @@ mod tests {
         let article = Profile::get(ProfileName::Article2026_06);
         assert_eq!(article.turn.grace, GraceMode::ExtraToolsFreeCall);
         assert_eq!(article.child_timeout_secs, Some(600.0));
+        // Delegation defaults: 50 iterations and 3 at once in 0.19.0, 250 and 10 from v0.20.2.
+        assert_eq!(
+            (old.child_max_iterations, old.max_concurrent_children),
+            (50, 3)
+        );
+        for newer in [main, v0215] {
+            assert_eq!(
+                (newer.child_max_iterations, newer.max_concurrent_children),
+                (250, 10)
+            );
+        }
     }
 }
