@@ -224,7 +224,8 @@ impl GuardSession {
         out.extend_from_slice(b"\",\"code\":\"");
         out.extend_from_slice(d.code.as_str().as_bytes());
         out.extend_from_slice(b"\",\"count\":");
-        push_u32(out, d.count);
+        // `write!` would cost more than the rest of the answer.
+        crate::json::push_u64(out, u64::from(d.count));
         out.extend_from_slice(b",\"args_hash\":\"");
         out.extend_from_slice(self.hex.of(d.signature.args_hash));
         out.extend_from_slice(b"\",\"halt\":");
@@ -252,22 +253,6 @@ impl GuardSession {
         }
         out.extend_from_slice(b"}\n");
     }
-}
-
-/// Appends a number's decimal digits (answers print one or two per line; `write!` costs more
-/// than the rest of the answer).
-fn push_u32(out: &mut Vec<u8>, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 /// Decides a call read by the fast path, as the tree path decides it.

@@ -20,6 +20,7 @@ pub use members::Members;
 use parse::parse_with;
 pub use parse::push_code_point;
 pub use text::{char_len, char_prefix, code_points, is_utf8, py_strip};
+pub(crate) use write::push_u64;
 pub use write::{Sink, canonical, float_repr, write_canonical};
 
 /// Python 3.11+ refuses to convert integer strings longer than this (`sys.int_info`).

@@ -234,8 +234,8 @@ fn parse_exp(text: &[u8]) -> i32 {
     if neg { -v } else { v }
 }
 
-/// Appends `n`'s decimal digits.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+/// Appends `n`'s decimal digits, without formatting machinery.
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
