@@ -2,9 +2,10 @@
 
 use anyhow::Result;
 use loopsim_engine::config::keys::{self, KeyKind, ReadBy};
+use loopsim_engine::config::runtime;
 use loopsim_engine::guardrails::{ATTENDED_PLATFORMS, DecisionCode};
 use loopsim_engine::platform::UNATTENDED_PLATFORMS;
-use loopsim_engine::profile::ProfileName;
+use loopsim_engine::profile::{ProfileName, Runtime};
 use loopsim_engine::turn::ExitReason;
 
 use crate::args::Format;
@@ -20,6 +21,9 @@ fn profile_about(p: ProfileName) -> &'static str {
             "the incident version: newest guardrails, unlimited cap, whole-result hashing"
         }
         ProfileName::HermesMain => "newest: execute_code's volatile fields dropped from hashes",
+        ProfileName::OpenAiAgents0_24 => {
+            "openai-agents 0.24.0 from PyPI: max_turns 10, then MaxTurnsExceeded; no loop detection"
+        }
     }
 }
 
@@ -69,6 +73,12 @@ pub fn run(format: Format) -> Result<()> {
                     "key": k.path, "value": k.kind.describe(), "read_by": read_by(k.read_by),
                     "same_setting_as": k.alias.map(|a| a.0),
                 })).collect::<Vec<_>>(),
+                "runtime_keys": other_runtimes().map(|p| serde_json::json!({
+                    "profile": p.as_str(),
+                    "keys": runtime::keys(p.runtime()).iter().map(|k| serde_json::json!({
+                        "key": k.path, "value": k.kind.describe(),
+                    })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
             }))?
         );
         return Ok(());
@@ -104,5 +114,20 @@ pub fn run(format: Format) -> Result<()> {
             read_by(k.read_by)
         );
     }
+    for p in other_runtimes() {
+        say!(
+            "\n{p} settings, in the runtime's own names (config.yaml, [config.*] of its scenarios):"
+        );
+        for k in runtime::keys(p.runtime()) {
+            say!("  {:<58} {}", k.path, k.kind.describe());
+        }
+    }
     Ok(())
+}
+
+/// Profiles of runtimes other than Hermes, which read their own settings.
+fn other_runtimes() -> impl Iterator<Item = ProfileName> {
+    ProfileName::ALL
+        .into_iter()
+        .filter(|p| p.runtime() != Runtime::Hermes)
 }

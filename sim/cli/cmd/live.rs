@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use loopsim_engine::profile::ProfileName;
+use loopsim_engine::profile::{ProfileName, Runtime};
+use loopsim_live::bridge_run::{self, LiveOptions, LiveRun};
 use loopsim_live::compare::{self, Divergence};
-use loopsim_live::hermes::{self, LiveOptions, LiveRun};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::trace::{self, Header};
 use serde_json::{Value, json};
@@ -20,27 +20,57 @@ use crate::run_to_memory;
 /// `hermes-agent==0.19.0` is.
 pub const LIVE_PROFILE: ProfileName = ProfileName::Hermes0_19_0;
 
-/// `hermes` or `hermes=PYTHON`: the runtime and the Python that has it.
-pub fn parse_runtime(s: &str) -> Result<PathBuf> {
+/// The runtimes with a live bridge, their profile by default (the version the tests install),
+/// the variable naming their Python, and the venv under `target/` the tests create.
+const LIVE_RUNTIMES: &[(Runtime, ProfileName, &str, &str)] = &[
+    (
+        Runtime::Hermes,
+        LIVE_PROFILE,
+        "LOOPSIM_LIVE_PYTHON",
+        "hermes-live-venv",
+    ),
+    (
+        Runtime::OpenAiAgents,
+        ProfileName::OpenAiAgents0_24,
+        "LOOPSIM_OPENAI_AGENTS_PYTHON",
+        "openai-agents-venv",
+    ),
+];
+
+/// A live runtime: which, the Python that has it, and its default profile.
+pub struct LiveRuntime {
+    pub runtime: Runtime,
+    pub python: PathBuf,
+    pub profile: ProfileName,
+}
+
+/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents.
+pub fn parse_runtime(s: &str) -> Result<LiveRuntime> {
     let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
-    if name != "hermes" {
+    let names: Vec<&str> = LIVE_RUNTIMES.iter().map(|r| r.0.as_str()).collect();
+    let Some(&(runtime, profile, var, venv)) = LIVE_RUNTIMES.iter().find(|r| r.0.as_str() == name)
+    else {
+        let near = loopsim_engine::config::keys::nearest(name, names.iter().copied())
+            .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
         bail!(
-            "--runtime `{s}`: expected hermes or hermes=PYTHON (other runtimes are not live yet)"
+            "--runtime `{s}`: expected NAME or NAME=PYTHON, NAME one of {}{near}",
+            names.join(", ")
         );
-    }
+    };
     if python == Some("") {
         bail!("--runtime `{s}`: the Python after `=` is empty");
     }
-    Ok(inputs::python_for(
-        python,
-        "LOOPSIM_LIVE_PYTHON",
-        "hermes-live-venv",
-    ))
+    Ok(LiveRuntime {
+        runtime,
+        python: inputs::python_for(python, var, venv),
+        profile,
+    })
 }
 
 /// One scenario through the real loop and through the simulation, with both traces.
 pub struct LiveAndSimulated {
     pub sc: &'static Scenario,
+    pub runtime: Runtime,
     pub profile: ProfileName,
     pub seed: u64,
     pub live: LiveRun,
@@ -64,13 +94,24 @@ pub fn run_both(
     }
     // A server serves one scenario for the life of the process.
     let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
-    if let Some(why) = loopsim_live::hermes::unsupported(sc) {
+    let live_runtime = parse_runtime(runtime)?;
+    if let Some(why) = bridge_run::unsupported(sc, live_runtime.runtime) {
         bail!(why);
     }
-    let python = parse_runtime(runtime)?;
     inputs::check_platform(args.platform.as_deref())?;
     let mut opts = inputs::run_options(args)?;
-    let profile = args.profile.unwrap_or(LIVE_PROFILE);
+    let profile = args.profile.unwrap_or(live_runtime.profile);
+    if profile.runtime() != live_runtime.runtime {
+        bail!(
+            "--profile {profile} is a {} profile; live under {} compares with one of {}'s",
+            profile.runtime(),
+            live_runtime.runtime,
+            live_runtime.runtime
+        );
+    }
+    if let Some(why) = sc.unsupported_under(profile) {
+        bail!(why);
+    }
     opts.profile = Some(profile);
     opts.seed = seed;
     inputs::config_warnings(
@@ -83,10 +124,11 @@ pub fn run_both(
     let (_, sim_trace) = run_to_memory(sc, &opts)?;
     let sim_wall = started.elapsed();
     let simulated = trace_events(&sim_trace);
-    let live = hermes::run(
+    let live = bridge_run::run(
         sc,
         &LiveOptions {
-            python,
+            runtime: live_runtime.runtime,
+            python: live_runtime.python,
             seed,
             profile,
             platform: args.platform.clone(),
@@ -104,6 +146,7 @@ pub fn run_both(
     let config_text = opts.config.as_ref().map(|c| c.text.clone());
     Ok(LiveAndSimulated {
         config_text,
+        runtime: live_runtime.runtime,
         sc,
         profile,
         seed,
@@ -171,7 +214,7 @@ pub fn live(
         platform: args.platform.clone().or_else(|| r.sc.file.platform.clone()),
         config_hash: String::new(),
         schedule: "live".into(),
-        engine: Some(format!("live:hermes-{}", r.live.hermes)),
+        engine: Some(format!("live:{}-{}", r.runtime, r.live.version)),
         config_file: args.config.as_ref().map(|c| c.display().to_string()),
         config_text: r.config_text.clone(),
         scenario_text: Some(r.sc.text.to_string()),
@@ -263,7 +306,7 @@ fn summary_json(r: &LiveAndSimulated, runtime: &str, args: &EngineArgs) -> Value
     json!({
         "scenario": r.sc.file.name,
         "seed": r.seed,
-        "runtime": format!("hermes {}", r.live.hermes),
+        "runtime": format!("{} {}", r.runtime, r.live.version),
         "compared_under": r.profile.as_str(),
         "live_wall_s": r.live.wall.as_secs_f64(),
         "simulated_wall_s": r.sim_wall.as_secs_f64(),
@@ -352,7 +395,7 @@ pub fn diff(
                 "scenario": r.sc.file.name,
                 "seed": r.seed,
                 "simulated": r.profile.as_str(),
-                "live": format!("hermes {}", r.live.hermes),
+                "live": format!("{} {}", r.runtime, r.live.version),
                 "identical": r.divergence.is_none(),
                 "compared_events": { "simulated": ns, "live": nl },
                 "first_divergence": r.divergence.as_ref().map(|d| json!({
@@ -366,10 +409,11 @@ pub fn diff(
         None => {
             if format == Format::Text {
                 say!(
-                    "identical: {} under {} and live under hermes {} agree on all {nl} compared events (seed {}; live {:.2} s, simulated {:.4} s)",
+                    "identical: {} under {} and live under {} {} agree on all {nl} compared events (seed {}; live {:.2} s, simulated {:.4} s)",
                     r.sc.file.name,
                     r.profile,
-                    r.live.hermes,
+                    r.runtime,
+                    r.live.version,
                     r.seed,
                     r.live.wall.as_secs_f64(),
                     r.sim_wall.as_secs_f64()
@@ -378,10 +422,11 @@ pub fn diff(
             Ok(())
         }
         Some(d) => Err(CheckFailed(format!(
-            "{} under {} and live under hermes {} diverge: {}",
+            "{} under {} and live under {} {} diverge: {}",
             r.sc.file.name,
             r.profile,
-            r.live.hermes,
+            r.runtime,
+            r.live.version,
             describe(d)
         ))
         .into()),
@@ -394,10 +439,10 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
         .parse()
         .map_err(|e| anyhow::anyhow!("--listen {listen}: expected 127.0.0.1:PORT ({e})"))?;
     let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
-    if let Some(why) = loopsim_live::hermes::unsupported(sc) {
+    let profile = args.profile.unwrap_or(LIVE_PROFILE);
+    if let Some(why) = bridge_run::unsupported(sc, profile.runtime()) {
         bail!(why);
     }
-    let profile = args.profile.unwrap_or(LIVE_PROFILE);
     let rules = loopsim_engine::profile::Profile::get(profile).guardrails;
     let world = loopsim_live::world::LiveWorld::new(sc, seed.unwrap_or(sc.file.seed), &rules);
     let handle = loopsim_live::server::start(world, addr)?;

@@ -208,7 +208,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
                 for r in &report_runs {
                     let m = &r.metrics;
                     say!(
-                        "{:<40} {:>6} calls  ${:>8.2}  {:>6.1} min  stop: {}",
+                        "{:<40} {:>6} calls  ${:>8.2}  {:>6.1} min  stop: {}  exit: {}",
                         r.label,
                         m.calls,
                         m.cost_usd,
@@ -217,7 +217,8 @@ pub fn run(a: Args<'_>) -> Result<()> {
                             format!("{} at call {}", m.stop_code, m.stop_call.unwrap_or(0))
                         } else {
                             "-".into()
-                        }
+                        },
+                        r.summary.parent_exit_reason
                     );
                 }
             }

@@ -1,5 +1,6 @@
-//! Engine profiles: named versions of Hermes's semantics. A profile is data, defaults plus
-//! switches, read by the one engine; nothing is copied per version.
+//! Engine profiles: named versions of a runtime's loop governance (Hermes's, and other agent
+//! runtimes' ported from their packages). A profile is data, defaults plus switches, read by
+//! the one engine; nothing is copied per version or per runtime.
 
 use std::fmt;
 use std::str::FromStr;
@@ -7,7 +8,47 @@ use std::str::FromStr;
 use crate::budget::UNLIMITED;
 use crate::guardrails::GuardrailRules;
 use crate::hash::ResultHashing;
-use crate::turn::{GraceMode, TurnRules};
+use crate::turn::{AtCap, GraceMode, LimitError, OnEmptyReply, TurnRules};
+
+/// The agent runtime whose governance a profile ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Runtime {
+    /// Hermes Agent (`hermes-agent`): the reference.
+    Hermes,
+    /// OpenAI Agents SDK (`openai-agents`): `Runner.run(..., max_turns=10)`.
+    OpenAiAgents,
+}
+
+impl Runtime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Hermes => "hermes",
+            Runtime::OpenAiAgents => "openai-agents",
+        }
+    }
+
+    /// The runtime's name in prose.
+    pub fn title(self) -> &'static str {
+        match self {
+            Runtime::Hermes => "Hermes",
+            Runtime::OpenAiAgents => "the OpenAI Agents SDK",
+        }
+    }
+
+    /// The PyPI package that holds the runtime's loop.
+    pub fn package(self) -> &'static str {
+        match self {
+            Runtime::Hermes => "hermes-agent",
+            Runtime::OpenAiAgents => "openai-agents",
+        }
+    }
+}
+
+impl fmt::Display for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The versions loopsim can reproduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -20,14 +61,17 @@ pub enum ProfileName {
     HermesV0_21_5,
     /// The newest semantics, with the volatile-field fix.
     HermesMain,
+    /// The OpenAI Agents SDK 0.24 (`openai-agents` 0.24.0 on PyPI).
+    OpenAiAgents0_24,
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 4] = [
+    pub const ALL: [ProfileName; 5] = [
         ProfileName::Article2026_06,
         ProfileName::Hermes0_19_0,
         ProfileName::HermesV0_21_5,
         ProfileName::HermesMain,
+        ProfileName::OpenAiAgents0_24,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -36,7 +80,12 @@ impl ProfileName {
             ProfileName::Hermes0_19_0 => "hermes-0.19.0",
             ProfileName::HermesV0_21_5 => "hermes-v0.21.5",
             ProfileName::HermesMain => "hermes-main",
+            ProfileName::OpenAiAgents0_24 => "openai-agents-0.24",
         }
+    }
+
+    pub fn runtime(self) -> Runtime {
+        Profile::get(self).runtime
     }
 }
 
@@ -49,7 +98,7 @@ impl fmt::Display for ProfileName {
 /// An unknown profile name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main)"
+    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24)"
 )]
 pub struct UnknownProfile(pub String);
 
@@ -76,6 +125,7 @@ pub enum MaxTurnsParsing {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Profile {
     pub name: ProfileName,
+    pub runtime: Runtime,
     /// Default parent cap (`agent.max_turns`); [`UNLIMITED`] is Python's `sys.maxsize`.
     pub max_iterations: u64,
     pub max_turns_parsing: MaxTurnsParsing,
@@ -86,22 +136,23 @@ pub struct Profile {
     pub child_timeout_secs: Option<f64>,
     /// Top-level delegations go to the background and come back as a new message.
     pub background_delegation: bool,
+    /// Hermes's tool-loop guardrails (`tool_loop_guardrails`); a runtime without them allows
+    /// every call.
+    pub tool_guardrails: bool,
+    /// The runtime has Hermes's `delegate_task` (child agents with budgets of their own).
+    pub delegation: bool,
 }
 
 impl Profile {
     pub fn get(name: ProfileName) -> Profile {
-        let summary = TurnRules {
-            grace: GraceMode::SummaryCall,
-            refund_extends_call_cap: false,
-            dedupe_identical_calls: true,
-            names_context_exhaustion: false,
-        };
+        let summary = TurnRules::HERMES;
         let newest_turn = TurnRules {
             names_context_exhaustion: true,
             ..summary
         };
         let v0_19 = Profile {
             name,
+            runtime: Runtime::Hermes,
             max_iterations: 90,
             max_turns_parsing: MaxTurnsParsing::Truthy,
             turn: summary,
@@ -110,6 +161,8 @@ impl Profile {
             max_concurrent_children: 3,
             child_timeout_secs: None,
             background_delegation: true,
+            tool_guardrails: true,
+            delegation: true,
         };
         match name {
             ProfileName::Article2026_06 => Profile {
@@ -117,7 +170,7 @@ impl Profile {
                     grace: GraceMode::ExtraToolsFreeCall,
                     refund_extends_call_cap: true,
                     dedupe_identical_calls: false,
-                    names_context_exhaustion: false,
+                    ..summary
                 },
                 child_timeout_secs: Some(600.0),
                 background_delegation: false,
@@ -146,6 +199,27 @@ impl Profile {
                 turn: newest_turn,
                 max_turns_parsing: MaxTurnsParsing::ResolveTurnLimit,
                 guardrails: GuardrailRules::NEWEST,
+                ..v0_19
+            },
+            // `Runner.run` counts every model call as a turn and raises `MaxTurnsExceeded`
+            // before the call past `max_turns` (default 10); nothing is refunded, identical
+            // calls all run, and the SDK has no tool-loop detection.
+            ProfileName::OpenAiAgents0_24 => Profile {
+                runtime: Runtime::OpenAiAgents,
+                max_iterations: 10,
+                turn: TurnRules {
+                    grace: GraceMode::None,
+                    refund_extends_call_cap: false,
+                    dedupe_identical_calls: false,
+                    names_context_exhaustion: false,
+                    refund_execute_code: false,
+                    at_cap: AtCap::Raise(LimitError::MaxTurnsExceeded),
+                    // A reply with neither text nor tool calls is the final output, "".
+                    on_empty_reply: OnEmptyReply::FinalAnswer,
+                },
+                tool_guardrails: false,
+                delegation: false,
+                background_delegation: false,
                 ..v0_19
             },
         }
@@ -190,6 +264,23 @@ mod tests {
                 (newer.child_max_iterations, newer.max_concurrent_children),
                 (250, 10)
             );
+        }
+    }
+
+    #[test]
+    fn openai_agents_is_its_own_runtime_with_the_sdks_defaults() {
+        let p = Profile::get(ProfileName::OpenAiAgents0_24);
+        assert_eq!(p.runtime, Runtime::OpenAiAgents);
+        // DEFAULT_MAX_TURNS in the SDK's run_config.py.
+        assert_eq!(p.max_iterations, 10);
+        assert_eq!(p.turn.at_cap, AtCap::Raise(LimitError::MaxTurnsExceeded));
+        assert_eq!(p.turn.grace, GraceMode::None);
+        assert_eq!(p.turn.on_empty_reply, OnEmptyReply::FinalAnswer);
+        assert!(!p.turn.dedupe_identical_calls && !p.turn.refund_execute_code);
+        assert!(!p.tool_guardrails && !p.delegation);
+        for name in ProfileName::ALL {
+            let hermes = name.runtime() == Runtime::Hermes;
+            assert_eq!(Profile::get(name).tool_guardrails, hermes, "{name}");
         }
     }
 }

@@ -37,8 +37,10 @@
 //! assert_eq!(reply.prompt_tokens, 1000);
 //! ```
 
+pub mod bridge_run;
 pub mod compare;
 pub mod hermes;
 pub mod openai;
+pub mod openai_agents;
 pub mod server;
 pub mod world;

@@ -67,7 +67,9 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
                 "hard stops" => {
                     let _ = writeln!(o, "hard stops are {v}");
                 }
-                "warn after" | "hard stop after" | "config file" => {
+                "warn after" | "hard stop after" | "config file" | "parent cap"
+                    if k != "parent cap" || st.runtime.is_some() =>
+                {
                     let _ = writeln!(o, "{k}: {v}");
                 }
                 _ => {}

@@ -6,7 +6,30 @@ use loopsim_engine::budget::UNLIMITED;
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::delegation::ChildBudget;
 use loopsim_engine::hash::ResultHashing;
+use loopsim_engine::profile::{Profile, Runtime};
+use loopsim_engine::turn::AtCap;
 use serde::Serialize;
+
+fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
+    let p = Profile::get(c.profile);
+    let key = match p.runtime {
+        Runtime::Hermes => return None,
+        Runtime::OpenAiAgents => "max_turns",
+    };
+    Some(RuntimeSettings {
+        runtime: p.runtime.package(),
+        cap: if c.max_iterations < UNLIMITED {
+            format!("{key} {} (model calls)", c.max_iterations)
+        } else {
+            format!("{key} unlimited")
+        },
+        at_cap: match c.turn.at_cap {
+            AtCap::Raise(e) => format!("raises {}", e.as_str()),
+            AtCap::MaxIterationsReached => "ends max_iterations_reached".into(),
+        },
+        tool_guardrails: p.tool_guardrails,
+    })
+}
 
 /// One detector family's three thresholds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -59,6 +82,20 @@ pub struct Settings {
     pub config_file: Option<(String, String)>,
     /// The hash of all of it (the trace header's and report rows' `config_hash`).
     pub config_hash: String,
+    /// For a runtime other than Hermes: its name, and how it ends a run at its cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSettings>,
+}
+
+/// What a non-Hermes runtime's governance is, in its own terms.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RuntimeSettings {
+    pub runtime: &'static str,
+    /// The loop's cap in the runtime's key, e.g. `max_turns 10`.
+    pub cap: String,
+    /// What reaching it does, e.g. `raises MaxTurnsExceeded`.
+    pub at_cap: String,
+    pub tool_guardrails: bool,
 }
 
 impl Settings {
@@ -110,11 +147,22 @@ impl Settings {
             },
             config_file,
             config_hash,
+            runtime: runtime_settings(c),
         }
     }
 
     /// One line per setting, for text and Markdown reports.
     pub fn lines(&self) -> Vec<(String, String)> {
+        if let Some(r) = &self.runtime {
+            return vec![
+                ("engine".into(), format!("{} ({})", self.profile, r.runtime)),
+                ("hard stops".into(), self.hard_stop_rule.clone()),
+                (
+                    "parent cap".into(),
+                    format!("{}, then the run {}", r.cap, r.at_cap),
+                ),
+            ];
+        }
         let t = |t: &Thresholds| {
             format!(
                 "exact_failure {}, same_tool_failure {}, idempotent_no_progress {}",

@@ -412,6 +412,8 @@ pub enum KeyProblem {
     NotSimulated,
     /// A newer key that this profile's Hermes does not read.
     NotRead { profile: ProfileName },
+    /// Not a setting of the profile's runtime (not Hermes): [`super::runtime`].
+    NotARuntimeKey(super::runtime::UnknownKey),
 }
 
 /// A key, where it is, and why it is not used.
@@ -435,6 +437,7 @@ impl KeyIssue {
             KeyProblem::NotRead { profile } => {
                 format!("{profile} does not read this key (newer Hermes versions do)")
             }
+            KeyProblem::NotARuntimeKey(u) => u.message(),
         }
     }
 }
@@ -461,6 +464,16 @@ fn key_text(k: &Node) -> String {
 /// Every key of `root` inside the sections loopsim reads that is unknown, not simulated, or not
 /// read by `profile`, in document order.
 pub fn check(root: &Node, profile: ProfileName, scope: Scope) -> Vec<KeyIssue> {
+    if profile.runtime() != crate::profile::Runtime::Hermes {
+        return super::runtime::unknown_keys(root, profile)
+            .into_iter()
+            .map(|u| KeyIssue {
+                line: u.line,
+                key: u.key.clone(),
+                problem: KeyProblem::NotARuntimeKey(u),
+            })
+            .collect();
+    }
     let mut out = Vec::new();
     let Yaml::Map(pairs) = &root.value else {
         return out;

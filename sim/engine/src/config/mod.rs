@@ -9,6 +9,7 @@
 pub mod keys;
 mod read;
 mod rule;
+pub mod runtime;
 
 pub use read::{py_float, py_int, py_int_str};
 pub use rule::HardStopRule;
@@ -80,7 +81,11 @@ impl EngineConfig {
             platform: platform.map(str::to_string),
             max_iterations: p.max_iterations,
             turn: p.turn,
-            guardrails: GuardrailConfig::default(),
+            guardrails: if p.tool_guardrails {
+                GuardrailConfig::default()
+            } else {
+                GuardrailConfig::OFF
+            },
             rules: p.guardrails,
             delegation: DelegationPolicy {
                 child_max_iterations: p.child_max_iterations,
@@ -201,6 +206,12 @@ impl EngineConfig {
     }
 
     fn apply_platform(&mut self) {
+        if !Profile::get(self.profile).tool_guardrails {
+            self.hard_stop_rule = HardStopRule::NoGuardrails {
+                profile: self.profile,
+            };
+            return;
+        }
         let configured = self.guardrails.hard_stop_enabled;
         if self.rules.platform_rule {
             self.guardrails = self.guardrails.with_platform(self.platform.as_deref());
@@ -238,6 +249,10 @@ impl EngineConfig {
         file: &str,
     ) -> Result<Self, ConfigError> {
         let mut c = EngineConfig::new(profile, platform);
+        if profile.runtime() != crate::profile::Runtime::Hermes {
+            c.read_runtime(root, file)?;
+            return Ok(c);
+        }
         // The platform rule must see the file's flags, so start again from raw defaults.
         c.guardrails = GuardrailConfig::default();
         c.read(root, file)?;

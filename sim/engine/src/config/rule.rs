@@ -19,6 +19,8 @@ pub enum HardStopRule {
     OptedOut { platform: String },
     /// Off as configured, and this profile has no platform rule.
     NoPlatformRule { profile: ProfileName },
+    /// The profile's runtime has no tool-loop guardrails at all.
+    NoGuardrails { profile: ProfileName },
 }
 
 impl HardStopRule {
@@ -79,6 +81,10 @@ impl fmt::Display for HardStopRule {
             HardStopRule::NoPlatformRule { profile } => write!(
                 f,
                 "off: hard_stop_enabled is false and {profile} has no platform rule"
+            ),
+            HardStopRule::NoGuardrails { profile } => write!(
+                f,
+                "off: {profile} has no tool-loop guardrails (every call runs)"
             ),
         }
     }

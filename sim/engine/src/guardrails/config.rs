@@ -48,6 +48,25 @@ impl Default for GuardrailConfig {
     }
 }
 
+impl GuardrailConfig {
+    /// No detector on: what a runtime without Hermes's guardrails does (every call allowed).
+    pub const OFF: GuardrailConfig = GuardrailConfig {
+        warnings_enabled: false,
+        hard_stop_enabled: false,
+        non_interactive_hard_stop_enabled: false,
+        exact_failure_warn_after: 0,
+        exact_failure_block_after: 0,
+        same_tool_failure_warn_after: 0,
+        same_tool_failure_halt_after: 0,
+        no_progress_warn_after: 0,
+        no_progress_block_after: 0,
+        loop_caps: LoopCaps {
+            max_web_searches: 0,
+            max_subagents: 0,
+        },
+    };
+}
+
 /// Surfaces where a person watches the loop; anything else is unattended.
 pub const ATTENDED_PLATFORMS: &[&str] = &["cli", "tui", "desktop", "acp", "subagent", "api_server"];
 

@@ -24,7 +24,26 @@ impl fmt::Display for FinishReason {
     }
 }
 
-/// Every way a Hermes turn ends. `Display` prints Hermes's exact strings.
+/// A limit another runtime enforces by raising, named by the exception class it raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LimitError {
+    /// OpenAI Agents SDK: the run reached `max_turns` model calls.
+    MaxTurnsExceeded,
+}
+
+impl LimitError {
+    pub const ALL: [LimitError; 1] = [LimitError::MaxTurnsExceeded];
+
+    /// The exception's class name, as the runtime raises it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitError::MaxTurnsExceeded => "MaxTurnsExceeded",
+        }
+    }
+}
+
+/// Every way a turn ends. `Display` prints Hermes's exact strings, and `raised(CLASS)` for a
+/// limit another runtime raises.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ExitReason {
     Unknown,
@@ -55,6 +74,8 @@ pub enum ExitReason {
     PendingToolResult,
     ContextCompressionExhausted,
     ContextCompressionTimeout,
+    /// Another runtime raised its limit's exception: no final answer.
+    Raised(LimitError),
 }
 
 fn cut80(s: &str) -> &str {
@@ -94,6 +115,7 @@ impl fmt::Display for ExitReason {
             PendingToolResult => f.write_str("pending_tool_result"),
             ContextCompressionExhausted => f.write_str("context_compression_exhausted"),
             ContextCompressionTimeout => f.write_str("context_compression_timeout"),
+            Raised(e) => write!(f, "raised({})", e.as_str()),
         }
     }
 }
@@ -101,7 +123,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 24] = [
+    pub const FORMS: [&'static str; 25] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -126,6 +148,7 @@ impl ExitReason {
         "pending_tool_result",
         "context_compression_exhausted",
         "context_compression_timeout",
+        "raised(EXCEPTION)",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -153,6 +176,12 @@ impl ExitReason {
         }
         if let Some(e) = inner("error_near_max_iterations(") {
             return Some(ErrorNearMaxIterations(e));
+        }
+        if let Some(e) = inner("raised(") {
+            return LimitError::ALL
+                .into_iter()
+                .find(|l| l.as_str() == e)
+                .map(Raised);
         }
         if let Some(nm) = inner("max_iterations_reached(") {
             let (n, m) = nm.split_once('/')?;
@@ -239,6 +268,7 @@ mod tests {
             ExitReason::MaxIterationsReached { calls: 90, max: 90 },
             ExitReason::LocalProcessingError("boom".into()),
             ExitReason::ContextCompressionTimeout,
+            ExitReason::Raised(LimitError::MaxTurnsExceeded),
         ];
         for r in samples {
             assert_eq!(ExitReason::parse(&r.to_string()), Some(r.clone()), "{r}");
@@ -247,10 +277,11 @@ mod tests {
             "max_iterations_reached(90)",
             "max_iterations_reached(090/90)",
             "interupted_by_user",
+            "raised(MaxTurnsExceded)",
             "",
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 24);
+        assert_eq!(ExitReason::FORMS.len(), 25);
     }
 }

@@ -13,7 +13,7 @@ use crate::budget::IterationBudget;
 pub mod batch;
 pub mod compression;
 mod exit;
-pub use exit::{ExitReason, FailureMapping, FinishReason};
+pub use exit::{ExitReason, FailureMapping, FinishReason, LimitError};
 
 /// What happens when the budget runs out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +38,46 @@ pub struct TurnRules {
     /// A turn that dies of its context says so (`context_compression_exhausted`); 0.19.0
     /// returns before it names a reason (`unknown`).
     pub names_context_exhaustion: bool,
+    /// An execute_code-only round gives back its iteration (Hermes); other runtimes count
+    /// every model call alike.
+    pub refund_execute_code: bool,
+    /// What the loop does when its call cap is reached without a final answer.
+    pub at_cap: AtCap,
+    /// What an empty reply (no text, no tool calls) does.
+    pub on_empty_reply: OnEmptyReply,
+}
+
+/// How a runtime takes an empty reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnEmptyReply {
+    /// Hermes's recovery: a nudge after a tool round, then up to [`EMPTY_REPLY_RETRIES`]
+    /// retries ([`TurnGovernor::empty_reply`]).
+    Recover,
+    /// The empty text is the final answer (OpenAI Agents SDK with a plain-text output).
+    FinalAnswer,
+}
+
+/// How a loop that reached its cap ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtCap {
+    /// Hermes: `max_iterations_reached(N/M)`, then the [`GraceMode`]'s call.
+    MaxIterationsReached,
+    /// The runtime raises: the run ends with no final answer and no further call.
+    Raise(LimitError),
+}
+
+impl TurnRules {
+    /// Hermes's turn loop as 0.19.0 has it: a summary call at the cap, identical calls of a
+    /// reply run once, execute_code-only rounds refunded.
+    pub const HERMES: TurnRules = TurnRules {
+        grace: GraceMode::SummaryCall,
+        refund_extends_call_cap: false,
+        dedupe_identical_calls: true,
+        names_context_exhaustion: false,
+        refund_execute_code: true,
+        at_cap: AtCap::MaxIterationsReached,
+        on_empty_reply: OnEmptyReply::Recover,
+    };
 }
 
 /// What the runtime should do next in the loop.
@@ -245,7 +285,7 @@ impl TurnGovernor {
             any = true;
             t == "execute_code"
         });
-        if any && only_exec {
+        if any && only_exec && self.rules.refund_execute_code {
             self.budget.refund();
             if self.rules.refund_extends_call_cap {
                 self.api_call_count = self.api_call_count.saturating_sub(1);
@@ -308,11 +348,19 @@ impl TurnGovernor {
             && !self.failed
             && matches!(self.exit, ExitReason::Unknown | ExitReason::BudgetExhausted)
         {
-            self.exit = ExitReason::MaxIterationsReached {
-                calls: self.api_call_count,
-                max: self.max_iterations,
-            };
-            summary_call = self.rules.grace == GraceMode::SummaryCall;
+            match self.rules.at_cap {
+                AtCap::MaxIterationsReached => {
+                    self.exit = ExitReason::MaxIterationsReached {
+                        calls: self.api_call_count,
+                        max: self.max_iterations,
+                    };
+                    summary_call = self.rules.grace == GraceMode::SummaryCall;
+                }
+                AtCap::Raise(e) => {
+                    self.exit = ExitReason::Raised(e);
+                    self.failed = true;
+                }
+            }
         }
         TurnEnd {
             exit_reason: self.exit.clone(),
@@ -342,6 +390,7 @@ mod tests {
         refund_extends_call_cap: false,
         dedupe_identical_calls: true,
         names_context_exhaustion: true,
+        ..TurnRules::HERMES
     };
 
     fn run_tools(g: &mut TurnGovernor, tool: &str) -> u64 {
@@ -383,6 +432,7 @@ mod tests {
             refund_extends_call_cap: true,
             dedupe_identical_calls: false,
             names_context_exhaustion: true,
+            ..TurnRules::HERMES
         };
         let mut g = TurnGovernor::new(rules, 5);
         for _ in 0..3 {
@@ -402,6 +452,37 @@ mod tests {
             "text_response(finish_reason=stop)"
         );
         assert!(!end.summary_call);
+    }
+
+    #[test]
+    fn openai_agents_raises_before_the_call_past_max_turns_and_refunds_nothing() {
+        let rules =
+            crate::profile::Profile::get(crate::profile::ProfileName::OpenAiAgents0_24).turn;
+        // Ten model calls, execute_code-only rounds included: no refund buys an eleventh.
+        let mut g = TurnGovernor::new(rules, 10);
+        assert_eq!(run_tools(&mut g, "execute_code"), 10);
+        let end = g.finish();
+        assert_eq!(end.exit_reason.to_string(), "raised(MaxTurnsExceeded)");
+        assert!(!end.summary_call, "the SDK makes no call after it raises");
+        assert_eq!((end.api_calls, end.budget_used), (10, 10));
+        assert!(!g.completed(true));
+        // A text reply at the last allowed call is the final output, not an exception.
+        let mut g = TurnGovernor::new(rules, 2);
+        g.begin_iteration(false);
+        g.tool_round(["terminal"], false);
+        assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+        g.text_reply(FinishReason::Stop);
+        assert_eq!(
+            g.finish().exit_reason.to_string(),
+            "text_response(finish_reason=stop)"
+        );
+        // max_turns 0: it raises before the first call.
+        let mut g = TurnGovernor::new(rules, 0);
+        assert_eq!(g.begin_iteration(false), Step::Exit);
+        assert_eq!(
+            g.finish().exit_reason,
+            ExitReason::Raised(LimitError::MaxTurnsExceeded)
+        );
     }
 
     #[test]
@@ -516,6 +597,7 @@ mod empty_reply_tests {
         refund_extends_call_cap: false,
         dedupe_identical_calls: true,
         names_context_exhaustion: true,
+        ..TurnRules::HERMES
     };
 
     /// Runs replies through a turn: `e` empty, `t` a tool round, `x` text. Returns the calls

@@ -124,7 +124,7 @@ impl Scenario {
             None => self.engine_config_as(profile, platform),
             Some(u) => {
                 let platform = platform.or(self.file.platform.as_deref());
-                let merged = merge_nodes(&self.config_node, &u.root);
+                let merged = merge_nodes(self.config_for(profile), &u.root);
                 let mut c = EngineConfig::from_node(profile, platform, &merged, &u.file)?;
                 c.delegation.child_budget = self.child_budget;
                 Ok(c)
@@ -163,9 +163,24 @@ impl Scenario {
         platform: Option<&str>,
     ) -> Result<EngineConfig, ConfigError> {
         let platform = platform.or(self.file.platform.as_deref());
-        let mut c = EngineConfig::from_node(profile, platform, &self.config_node, &self.path)?;
+        let mut c =
+            EngineConfig::from_node(profile, platform, self.config_for(profile), &self.path)?;
         c.delegation.child_budget = self.child_budget;
         Ok(c)
+    }
+
+    /// `[config]` where `profile` reads it: it is in the keys of the scenario's own runtime,
+    /// so a profile of another runtime runs at that runtime's defaults.
+    pub fn config_for(&self, profile: ProfileName) -> &Node {
+        static EMPTY: Node = Node {
+            value: Yaml::Null,
+            line: 0,
+        };
+        if profile.runtime() == self.profile.runtime() {
+            &self.config_node
+        } else {
+            &EMPTY
+        }
     }
 }
 

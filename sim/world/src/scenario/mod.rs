@@ -17,6 +17,7 @@ use toml::Spanned;
 
 mod config;
 mod expect;
+mod runtimes;
 mod spans;
 mod validate;
 

@@ -19,7 +19,7 @@ use crate::guard_log::{GuardCall, Logged};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
 use loopsim_engine::turn::{
-    EmptyReply, ExitReason, FinishReason, Step as TurnStep, TurnGovernor, batch,
+    EmptyReply, ExitReason, FinishReason, OnEmptyReply, Step as TurnStep, TurnGovernor, batch,
 };
 use serde::Serialize;
 
@@ -165,6 +165,9 @@ impl<'s> World<'s> {
             && opts.platform.is_none()
             && matches!(opts.engine, crate::bridge::EngineChoice::Builtin);
         let profile = opts.profile.unwrap_or(sc.profile);
+        if let Some(why) = sc.unsupported_under(profile) {
+            return Err(RunError::Unsupported(why));
+        }
         let platform = opts.platform.as_deref();
         let build = |platform: Option<&str>| -> Result<EngineConfig, RunError> {
             let mut c = sc.engine_config_over(profile, platform, opts.config.as_deref())?;

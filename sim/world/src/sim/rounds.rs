@@ -17,6 +17,11 @@ impl<'s> World<'s> {
                 self.agents[a].gov.text_reply(FinishReason::Stop);
                 self.end_turn(a);
             }
+            Reply::Empty if self.agents[a].cfg.turn.on_empty_reply == OnEmptyReply::FinalAnswer => {
+                self.agents[a].messages_after_tools(1);
+                self.agents[a].gov.text_reply(FinishReason::Stop);
+                self.end_turn(a);
+            }
             Reply::Empty => {
                 let ag = &mut self.agents[a];
                 // Hermes looks for a tool result among the conversation's last five messages.

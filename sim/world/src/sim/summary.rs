@@ -178,6 +178,9 @@ pub enum RunError {
     Engine { engine: String, error: String },
     #[error(transparent)]
     Bridge(#[from] crate::bridge::BridgeError),
+    /// The scenario uses a mechanism the profile's runtime does not have.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl World<'_> {

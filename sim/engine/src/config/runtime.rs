@@ -1,0 +1,157 @@
+//! Other runtimes' settings, in each runtime's own key names: what a user passes to that
+//! runtime (`Runner.run(..., max_turns=25)` is `max_turns: 25`), read on top of the profile's
+//! defaults. Hermes's keys are read by [`super::read`]; a runtime reads only its own table.
+
+use super::keys::{KeyKind, KeySpec, ReadBy, nearest};
+use super::{ConfigError, ConfigNote, EngineConfig};
+use crate::profile::{ProfileName, Runtime};
+use crate::yaml::{Node, Yaml};
+
+const fn key(path: &'static str, kind: KeyKind) -> KeySpec {
+    KeySpec {
+        path,
+        kind,
+        read_by: ReadBy::All,
+        alias: None,
+    }
+}
+
+/// OpenAI Agents SDK: the arguments of `Runner.run` that govern the loop.
+const OPENAI_AGENTS: &[KeySpec] = &[key("max_turns", KeyKind::Int { min: 0 })];
+
+/// The keys `runtime` reads (empty for Hermes, whose table is [`super::keys::SIMULATED`]).
+pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
+    match runtime {
+        Runtime::Hermes => &[],
+        Runtime::OpenAiAgents => OPENAI_AGENTS,
+    }
+}
+
+/// A key of a config tree that `profile`'s runtime does not read, with its line and the
+/// nearest key it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownKey {
+    pub line: usize,
+    pub key: String,
+    pub suggestion: Option<&'static str>,
+    pub profile: ProfileName,
+}
+
+impl UnknownKey {
+    pub fn message(&self) -> String {
+        let known: Vec<&str> = keys(self.profile.runtime())
+            .iter()
+            .map(|k| k.path)
+            .collect();
+        match self.suggestion {
+            Some(s) => format!("not a setting {} reads (did you mean `{s}`?)", self.profile),
+            None => format!(
+                "not a setting {} reads (it reads: {})",
+                self.profile,
+                known.join(", ")
+            ),
+        }
+    }
+}
+
+/// Every top-level key of `root` that `profile`'s runtime does not read, in file order.
+pub fn unknown_keys(root: &Node, profile: ProfileName) -> Vec<UnknownKey> {
+    let table = keys(profile.runtime());
+    let Yaml::Map(pairs) = &root.value else {
+        return Vec::new();
+    };
+    pairs
+        .iter()
+        .filter_map(|(k, _)| {
+            let name = match &k.value {
+                Yaml::Str(s) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            (!table.iter().any(|t| t.path == name)).then(|| UnknownKey {
+                line: k.line,
+                suggestion: nearest(&name, table.iter().map(|t| t.path)),
+                key: name,
+                profile,
+            })
+        })
+        .collect()
+}
+
+impl EngineConfig {
+    /// Reads a non-Hermes runtime's settings. Values are checked strictly: the runtime takes
+    /// them as Python arguments, where a wrong type is an error, not a default.
+    pub(super) fn read_runtime(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
+        let bad = |n: &Node, key: &str, message: String| ConfigError::Value {
+            file: file.to_string(),
+            line: n.line,
+            key: key.to_string(),
+            message,
+        };
+        match &root.value {
+            Yaml::Null => return Ok(()),
+            Yaml::Map(_) => {}
+            _ => return Err(bad(root, "(top level)", "not a mapping of settings".into())),
+        }
+        if let Some(u) = unknown_keys(root, self.profile).first() {
+            return Err(ConfigError::Value {
+                file: file.to_string(),
+                line: u.line,
+                key: u.key.clone(),
+                message: u.message(),
+            });
+        }
+        match self.profile.runtime() {
+            Runtime::Hermes => unreachable!("Hermes's keys are read by EngineConfig::read"),
+            Runtime::OpenAiAgents => {
+                if let Some(n) = root.get("max_turns") {
+                    let Yaml::Int(v) = n.value else {
+                        return Err(bad(
+                            n,
+                            "max_turns",
+                            "an integer, the number of model calls a run may make".into(),
+                        ));
+                    };
+                    if v <= 0 {
+                        // The SDK accepts it and raises before the first model call.
+                        self.notes.push(ConfigNote {
+                            line: n.line,
+                            key: "max_turns".into(),
+                            message: format!(
+                                "{v}: the run raises MaxTurnsExceeded before its first model call"
+                            ),
+                        });
+                    }
+                    self.max_iterations = u64::try_from(v.max(0)).unwrap_or(u64::MAX);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml;
+
+    fn read(text: &str) -> Result<EngineConfig, ConfigError> {
+        let root = yaml::parse(text).unwrap();
+        EngineConfig::from_node(ProfileName::OpenAiAgents0_24, None, &root, "c.yaml")
+    }
+
+    #[test]
+    fn openai_agents_reads_max_turns_and_nothing_else() {
+        assert_eq!(read("").unwrap().max_iterations, 10);
+        assert_eq!(read("max_turns: 25\n").unwrap().max_iterations, 25);
+        let zero = read("max_turns: 0\n").unwrap();
+        assert_eq!(zero.max_iterations, 0);
+        assert_eq!(zero.notes[0].key, "max_turns");
+        let typo = read("max_turns: 5\nmax_turn: 4\n").unwrap_err().to_string();
+        assert!(typo.contains("c.yaml:2"), "{typo}");
+        assert!(typo.contains("did you mean `max_turns`"), "{typo}");
+        let hermes = read("agent:\n  max_turns: 4\n").unwrap_err().to_string();
+        assert!(hermes.contains("openai-agents-0.24"), "{hermes}");
+        let word = read("max_turns: ten\n").unwrap_err().to_string();
+        assert!(word.contains("an integer"), "{word}");
+    }
+}

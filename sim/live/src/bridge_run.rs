@@ -1,0 +1,332 @@
+//! Running a scenario through a real runtime's loop: the server, the runtime's bridge script
+//! (`bridges/<runtime>/live.py`) in a Python of the user's choice, and the events both sides
+//! recorded.
+//!
+//! The bridge scripts are compiled into the binary and written to a temporary folder per run,
+//! so `loopsim live` works from any directory. The Python process gets a process group of its
+//! own and is killed by it on timeout or failure; the server is stopped before returning.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration as WallDuration, Instant as WallInstant};
+
+use loopsim_engine::profile::{ProfileName, Runtime};
+use loopsim_world::scenario::Scenario;
+use loopsim_world::trace::Event;
+use loopsim_world::user_config::UserConfig;
+use serde_json::Value;
+
+use crate::server::{self, ServeError};
+use crate::world::LiveWorld;
+
+/// How long a live run may take before it is killed (wall clock).
+pub const DEFAULT_TIMEOUT: WallDuration = WallDuration::from_secs(600);
+
+/// What a live run needs besides its scenario.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    pub runtime: Runtime,
+    pub python: PathBuf,
+    pub seed: u64,
+    /// The profile whose result hashing the trace uses (the runtime's version).
+    pub profile: ProfileName,
+    pub platform: Option<String>,
+    pub config: Option<std::sync::Arc<UserConfig>>,
+    pub timeout: WallDuration,
+}
+
+/// What the real loop did.
+#[derive(Clone, Debug)]
+pub struct LiveRun {
+    pub events: Vec<Event>,
+    /// The wall time of the whole live run (Python start to finish).
+    pub wall: WallDuration,
+    /// The runtime's package version that ran (`unknown` for a checkout without metadata).
+    pub version: String,
+    /// Each parent turn's exit reason, as Hermes returned it.
+    pub turns: Vec<String>,
+}
+
+/// Why a live run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveRunError {
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error("{python}: cannot start it: {source}")]
+    Spawn {
+        python: String,
+        source: std::io::Error,
+    },
+    #[error("the live run's temporary folder: {0}")]
+    Temp(std::io::Error),
+    #[error("{} is not usable with {python}: {message}", runtime.title())]
+    Setup {
+        runtime: Runtime,
+        python: String,
+        message: String,
+    },
+    #[error("the live run attempted connections off loopback: {0}")]
+    Network(String),
+    #[error("{} failed (exit {code}): {message}", capital(runtime.title()))]
+    Runtime {
+        runtime: Runtime,
+        code: i32,
+        message: String,
+    },
+    #[error("the live run took longer than {0:?} and was killed")]
+    Timeout(WallDuration),
+    #[error("the runtime sent requests loopsim could not answer: {0}")]
+    Protocol(String),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
+/// The first user message: the scenario's description and name.
+pub fn task(sc: &Scenario) -> String {
+    format!(
+        "{} (loopsim scenario {})",
+        sc.file.description.trim(),
+        sc.file.name
+    )
+}
+
+/// The parent's later user messages, one per `turns` entry.
+pub fn user_turns(sc: &Scenario) -> Vec<String> {
+    sc.file.agents["parent"]
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(k, _)| {
+            format!(
+                "The user's next message (loopsim scenario {}, user turn {}).",
+                sc.file.name,
+                k + 2
+            )
+        })
+        .collect()
+}
+
+/// What a scenario asks of `runtime` live that its bridge cannot do yet, if anything.
+pub fn unsupported(sc: &Scenario, runtime: Runtime) -> Option<String> {
+    match runtime {
+        Runtime::Hermes => crate::hermes::unsupported(sc),
+        Runtime::OpenAiAgents => crate::openai_agents::unsupported(sc),
+    }
+}
+
+/// A temporary folder removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<TempDir> {
+        let base = std::env::temp_dir();
+        for i in 0..1000u32 {
+            let p = base.join(format!("loopsim-live-{}-{i}", std::process::id()));
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(TempDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::other("no free temporary folder name"))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `sc` through the real loop of `opts.runtime` in `opts.python`.
+pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRunError> {
+    if let Some(why) = unsupported(sc, opts.runtime) {
+        return Err(LiveRunError::Unsupported(why));
+    }
+    let rules = loopsim_engine::profile::Profile::get(opts.profile).guardrails;
+    let world = LiveWorld::new(sc, opts.seed, &rules);
+    let handle = server::start(world, "127.0.0.1:0".parse().expect("addr"))?;
+    let dir = TempDir::new().map_err(LiveRunError::Temp)?;
+    let script = dir.0.join("live.py");
+    let server = format!("http://{}", handle.addr());
+    let (text, spec) = match opts.runtime {
+        Runtime::Hermes => (
+            crate::hermes::LIVE_PY,
+            crate::hermes::spec(sc, opts, &server, &handle.base_url()),
+        ),
+        Runtime::OpenAiAgents => (
+            crate::openai_agents::LIVE_PY,
+            crate::openai_agents::spec(sc, opts, &server),
+        ),
+    };
+    std::fs::write(&script, text).map_err(LiveRunError::Temp)?;
+    let spec_path = dir.0.join("spec.json");
+    std::fs::write(&spec_path, spec.to_string()).map_err(LiveRunError::Temp)?;
+    let started = WallInstant::now();
+    let out = run_python(&opts.python, &script, &spec_path, &dir.0, opts.timeout)?;
+    let wall = started.elapsed();
+    let errors = handle.errors();
+    let events = handle.with_world(|w| w.take_events());
+    handle.stop();
+    if out.code != 0 {
+        let message = out.stderr.trim().to_string();
+        return Err(match out.code {
+            2 => LiveRunError::Setup {
+                runtime: opts.runtime,
+                python: opts.python.display().to_string(),
+                message,
+            },
+            3 => LiveRunError::Network(message),
+            code => LiveRunError::Runtime {
+                runtime: opts.runtime,
+                code,
+                message,
+            },
+        });
+    }
+    if !errors.is_empty() {
+        return Err(LiveRunError::Protocol(errors.join("; ")));
+    }
+    let summary: Value = out
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null);
+    Ok(LiveRun {
+        events,
+        wall,
+        version: summary
+            .get("hermes")
+            .or_else(|| summary.get("version"))
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string(),
+        turns: summary
+            .get("turns")
+            .and_then(Value::as_array)
+            .map(|t| {
+                t.iter()
+                    .map(|x| x.as_str().unwrap_or("unknown").to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Process groups of live runtimes still running, for a signal handler to end.
+static CHILDREN: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Kills every live runtime this process started that is still running (a signal handler's
+/// last act).
+pub fn kill_children() {
+    if let Ok(c) = CHILDREN.lock() {
+        for &pid in c.iter() {
+            // SAFETY: kill(2) on a process group this process created.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Runs the bridge with a deadline; its whole process group is killed if it overstays.
+fn run_python(
+    python: &Path,
+    script: &Path,
+    spec: &Path,
+    cwd: &Path,
+    timeout: WallDuration,
+) -> Result<Output, LiveRunError> {
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(python)
+        .arg(script)
+        .arg(spec)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        // Not the caller's folder: Hermes resolves relative paths against the process's
+        // folder (its verify-on-stop looks for a project there), and a run must not depend
+        // on where loopsim was started.
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|source| LiveRunError::Spawn {
+            python: python.display().to_string(),
+            source,
+        })?;
+    let pid = child.id() as i32;
+    if let Ok(mut c) = CHILDREN.lock() {
+        c.push(pid);
+    }
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    // Readers on threads of their own, so a chatty child cannot fill a pipe and stall.
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = WallInstant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if WallInstant::now() >= deadline => break None,
+            Ok(None) => std::thread::sleep(WallDuration::from_millis(10)),
+            Err(_) => break None,
+        }
+    };
+    // Whatever happened, nothing of the group outlives the run.
+    // SAFETY: kill(2) on our own child's process group.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    if let Ok(mut c) = CHILDREN.lock() {
+        c.retain(|&p| p != pid);
+    }
+    let status = match status {
+        Some(s) => s,
+        None => {
+            let _ = child.wait();
+            return Err(LiveRunError::Timeout(timeout));
+        }
+    };
+    let stdout = out_t.join().unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    Ok(Output {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr: tail(&stderr, 4000),
+    })
+}
+
+fn tail(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_string();
+    }
+    let mut start = s.len() - n;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_string()
+}

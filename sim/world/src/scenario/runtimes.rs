@@ -1,0 +1,54 @@
+//! What a scenario asks of a runtime other than Hermes, and whether that runtime can express
+//! it: a scenario written for Hermes may lean on mechanisms another runtime does not have
+//! (child agents, an approval model, the human's stop), and running it there anyway would
+//! report a run that runtime could never make.
+
+use loopsim_engine::profile::{Profile, ProfileName, Runtime};
+
+use super::{Scenario, Step};
+
+impl Scenario {
+    /// Why this scenario cannot run under `profile`, if it cannot: the first mechanism it
+    /// uses that the profile's runtime lacks.
+    pub fn unsupported_under(&self, profile: ProfileName) -> Option<String> {
+        let p = Profile::get(profile);
+        if p.runtime == Runtime::Hermes {
+            return None;
+        }
+        let f = &self.file;
+        let steps = || {
+            f.agents.values().flat_map(|a| {
+                a.script
+                    .iter()
+                    .chain(&a.on_result)
+                    .chain(a.turns.iter().flat_map(|t| &t.script))
+            })
+        };
+        let why = |what: &str| {
+            Some(format!(
+                "{}: {what}, which {profile} cannot express; run it under a Hermes profile",
+                self.path
+            ))
+        };
+        if !p.delegation && steps().any(|s: &Step| s.delegate.is_some()) {
+            return why("the scenario delegates to child agents (Hermes's delegate_task)");
+        }
+        if f.recorded {
+            return why("the scenario replays Hermes's recorded guardrail decisions");
+        }
+        if steps().any(|s| s.context_too_small) {
+            return why("a step ends on Hermes's local-model context preflight");
+        }
+        if let Some((name, _)) = f.tools.iter().find(|(_, t)| t.approval) {
+            return why(&format!(
+                "tools.{name} asks Hermes's auxiliary approval model before each call"
+            ));
+        }
+        if let Some((name, _)) = f.models.iter().find(|(_, m)| m.context_window.is_some()) {
+            return why(&format!(
+                "models.{name}.context_window fills and compresses the context (Hermes's compression)"
+            ));
+        }
+        None
+    }
+}
