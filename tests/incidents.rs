@@ -430,3 +430,63 @@ fn the_committed_sweep_sample_is_what_its_rerun_line_makes() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn the_committed_runtime_comparison_is_what_its_rerun_line_makes() {
+    let dir = root().join("reports/sample/runtimes");
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    let rerun = summary
+        .lines()
+        .find_map(|l| l.split_once("Rerun: `loopsim ").map(|(_, r)| r))
+        .and_then(|l| l.strip_suffix('`'))
+        .expect("the sample names its rerun line");
+    assert!(rerun.contains("openai-agents-0.24") && rerun.contains("hermes-main"));
+    let out = std::env::temp_dir().join(format!("loopsim-compare-sample-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut args: Vec<&str> = rerun.split_whitespace().collect();
+    let out_s = out.to_string_lossy().into_owned();
+    args.extend(["--out", &out_s, "--format", "json"]);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(&args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["summary.md", "summary.json"] {
+        let committed = std::fs::read(dir.join(f)).unwrap();
+        let fresh = std::fs::read(out.join(f)).unwrap();
+        assert!(
+            committed == fresh,
+            "reports/sample/runtimes/{f} is stale: rerun its line"
+        );
+    }
+    // What the comparison must show: a healthy run the SDK's default cap stops, with the
+    // setting that avoids it, and an incident loop it stops that Hermes main never does.
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let col = v["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| p == "openai-agents-0.24")
+        .unwrap();
+    let row = |name: &str| {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["scenario"] == name)
+            .unwrap_or_else(|| panic!("{name} is compared"))
+            .clone()
+    };
+    let h40 = &row("healthy-research-40-searches")["cells"][col];
+    assert_eq!(h40["outcome"], "stopped");
+    assert_eq!(h40["by"], "raised(MaxTurnsExceeded)");
+    assert_eq!(h40["call"], 10);
+    assert_eq!(h40["avoid_with"], "max_turns: 41");
+    let spin = row("incident-17327-process-poll");
+    assert_eq!(spin["cells"][col]["outcome"], "stopped");
+    assert_eq!(spin["cells"][0]["outcome"], "not_stopped");
+    let fan = &row("incident-52868-async-pool-full")["cells"][col];
+    assert_eq!(fan["outcome"], "not_expressible");
+    let _ = std::fs::remove_dir_all(&out);
+}

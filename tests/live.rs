@@ -9,15 +9,24 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{TempDir, hermes_live_python_or_skip, loopsim_in, output_text, root};
+use common::{
+    TempDir, hermes_live_python_or_skip, loopsim_in, openai_agents_python_or_skip, output_text,
+    root,
+};
 
 /// scenarios/README.md's live table: (scenario, status, reason).
 fn live_table() -> Vec<(String, String, String)> {
+    table_under("Hermes 0.19.0")
+}
+
+/// The live table of scenarios/README.md's section `## Live under RUNTIME`.
+fn table_under(runtime: &str) -> Vec<(String, String, String)> {
     let text = std::fs::read_to_string(root().join("scenarios/README.md")).unwrap();
+    let heading = format!("\n## Live under {runtime}");
     let section = text
-        .split("\n## Live under Hermes 0.19.0")
+        .split(heading.as_str())
         .nth(1)
-        .expect("scenarios/README.md has a `## Live under Hermes 0.19.0` section");
+        .unwrap_or_else(|| panic!("scenarios/README.md has a `{}` section", heading.trim()));
     let section = section.split("\n## ").next().unwrap();
     section
         .lines()
@@ -87,6 +96,108 @@ fn the_live_suite_matches_its_simulation_event_for_event() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert!(compared > 2000, "{compared} events compared in all");
+}
+
+#[test]
+fn every_scenario_has_a_status_under_the_openai_agents_sdk_and_the_refusals_are_the_simulations() {
+    let table = table_under("the OpenAI Agents SDK 0.24.0");
+    for f in common::scenario_files() {
+        let name = f.file_stem().unwrap().to_str().unwrap().to_string();
+        let rows: Vec<_> = table.iter().filter(|r| r.0 == name).collect();
+        assert_eq!(rows.len(), 1, "{name}: one row in the SDK's live table");
+        let (_, status, reason) = rows[0];
+        // A scenario is refused exactly when the simulation refuses it under the profile.
+        let o = loopsim_in(
+            &root(),
+            &[
+                "run",
+                f.to_str().unwrap(),
+                "--profile",
+                "openai-agents-0.24",
+                "--out",
+                TempDir::new(&format!("oa-table-{name}")).to_str().unwrap(),
+                "-q",
+            ],
+        );
+        match status.as_str() {
+            "identical" => assert_eq!(o.status.code(), Some(0), "{name}: {}", output_text(&o)),
+            "not expressible" => {
+                assert_eq!(o.status.code(), Some(2), "{name}");
+                let text = output_text(&o);
+                assert!(
+                    text.contains(reason.as_str()) && text.contains("cannot express"),
+                    "{name}: the table's reason `{reason}` is the simulation's: {text}"
+                );
+            }
+            other => panic!("{name}: unknown status {other}"),
+        }
+    }
+    let identical = table.iter().filter(|r| r.1 == "identical").count();
+    assert!(
+        identical >= 31,
+        "only {identical} scenarios run live under the SDK"
+    );
+}
+
+#[test]
+fn the_openai_agents_live_suite_matches_its_simulation_event_for_event() {
+    let Some(py) = openai_agents_python_or_skip("the OpenAI Agents SDK live suite") else {
+        return;
+    };
+    let runtime = format!("openai-agents={}", py.display());
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    let mut raised = 0;
+    for (name, status, _) in table_under("the OpenAI Agents SDK 0.24.0") {
+        if status != "identical" {
+            continue;
+        }
+        let path = format!("scenarios/{name}.toml");
+        let t = TempDir::new(&format!("oa-live-{name}"));
+        let o = loopsim_in(
+            &root(),
+            &[
+                "live",
+                &path,
+                "--runtime",
+                &runtime,
+                "--out",
+                t.to_str().unwrap(),
+            ],
+        );
+        if o.status.code() != Some(0) {
+            failures.push(format!("{name}: {}", output_text(&o)));
+            continue;
+        }
+        let read = |f: &str| std::fs::read_to_string(t.join(f)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&read("summary.json")).unwrap();
+        if v["identical"] != true {
+            failures.push(format!("{name}: {}", v["first_divergence"]));
+            continue;
+        }
+        assert_eq!(v["compared_under"], "openai-agents-0.24", "{name}");
+        assert_eq!(v["runtime"], "openai-agents 0.24.0", "{name}");
+        let (s, l) = (
+            v["compared_events"]["simulated"].as_u64().unwrap(),
+            v["compared_events"]["live"].as_u64().unwrap(),
+        );
+        assert_eq!(s, l, "{name}: as many events on both sides");
+        assert!(l >= 2, "{name}: only {l} events compared");
+        compared += l;
+        // The runs the SDK ended by raising, as its bridge saw them.
+        let turns = v["parent_turns"].as_array().unwrap();
+        if turns.iter().any(|t| t == "raised(MaxTurnsExceeded)") {
+            raised += 1;
+            let trace = read("trace.jsonl");
+            assert!(
+                trace.matches(r#""kind":"model_call""#).count() >= 10,
+                "{name}: ten model calls before the SDK raised"
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(compared > 500, "{compared} events compared in all");
+    assert!(raised >= 20, "only {raised} runs reached max_turns");
 }
 
 #[test]
@@ -206,6 +317,37 @@ fn bad_runtime_and_listen_values_are_errors() {
                 "langgraph",
             ],
             "--runtime `langgraph`",
+        ),
+        (
+            vec![
+                "diff",
+                "scenarios/two-call-cycle.toml",
+                "--live",
+                "openai-agent",
+            ],
+            "did you mean `openai-agents`?",
+        ),
+        // The simulation compared must be of the live runtime's governance.
+        (
+            vec![
+                "diff",
+                "scenarios/two-call-cycle.toml",
+                "--live",
+                "openai-agents=/nonexistent/python",
+                "--profile",
+                "hermes-main",
+            ],
+            "--profile hermes-main is a hermes profile",
+        ),
+        // What the SDK cannot express is refused before any Python is looked for.
+        (
+            vec![
+                "diff",
+                "scenarios/live-delegation.toml",
+                "--live",
+                "openai-agents=/nonexistent/python",
+            ],
+            "delegates to child agents (Hermes's delegate_task), which openai-agents-0.24 cannot express",
         ),
         (
             vec!["diff", "scenarios/two-call-cycle.toml", "--live", "hermes="],

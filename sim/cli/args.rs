@@ -153,6 +153,26 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// The same scenarios under several runtimes' governance, each at its defaults: where each
+    /// stops the loops, and which healthy runs it stops (docs/runtimes.md).
+    Compare {
+        /// Scenario files or folders (default: the suite).
+        paths: Vec<PathBuf>,
+        /// The profiles to compare, in the table's order.
+        #[arg(long, value_delimiter = ',', value_parser = profile_parser(),
+              default_value = "hermes-main,hermes-0.19.0,openai-agents-0.24")]
+        profiles: Vec<ProfileName>,
+        /// Where to write summary.md and summary.json (default: reports/compare).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The scenario folder used when no path is given (default: ./scenarios if it exists,
+        /// else the built-in suite).
+        #[arg(long)]
+        suite: Option<PathBuf>,
+        /// Print the summary as text (Markdown) or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Check scenarios' expectations over their seeds and profiles (exit 1 if any fails).
     /// A `healthy` scenario must finish without a stop even without an [expect] block.
     Check {

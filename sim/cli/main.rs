@@ -112,6 +112,19 @@ fn dispatch(cli: &Cli) -> Result<()> {
             out,
             format,
         } => cmd::sweep::merge(shards, out, *format),
+        Command::Compare {
+            paths,
+            profiles,
+            out,
+            suite,
+            format,
+        } => cmd::compare::run(cmd::compare::Args {
+            paths,
+            profiles,
+            out: out.as_deref(),
+            suite: suite.as_deref(),
+            format: *format,
+        }),
         Command::Check {
             paths,
             junit,

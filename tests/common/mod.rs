@@ -168,6 +168,27 @@ pub fn hermes_live_python() -> Result<PathBuf, String> {
     .clone()
 }
 
+/// The Python with openai-agents 0.24.0 and its dependencies, installing it into
+/// target/openai-agents-venv when needed (once per test process).
+pub fn openai_agents_python() -> Result<PathBuf, String> {
+    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        venv_python(
+            "LOOPSIM_OPENAI_AGENTS_PYTHON",
+            "openai-agents-venv",
+            "agents",
+            &["openai-agents==0.24.0"],
+        )
+    })
+    .clone()
+}
+
+/// The OpenAI Agents SDK's Python, or `None` after a loud skip message (a failure when
+/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
+pub fn openai_agents_python_or_skip(what: &str) -> Option<PathBuf> {
+    or_skip(what, openai_agents_python())
+}
+
 /// The live Python, or `None` after a loud skip message (a failure when
 /// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
 pub fn hermes_live_python_or_skip(what: &str) -> Option<PathBuf> {

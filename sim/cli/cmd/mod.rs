@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod codes;
+pub mod compare;
 pub mod diff;
 pub mod guard;
 pub mod import;

@@ -48,7 +48,16 @@ fn scenario(path: &Path) -> Checked {
 
 fn config(path: &Path, profile: Option<ProfileName>) -> Checked {
     let file = path.display().to_string();
-    let profiles: Vec<ProfileName> = profile.map_or(ProfileName::ALL.to_vec(), |p| vec![p]);
+    // A config.yaml is Hermes's unless --profile names another runtime's profile.
+    let profiles: Vec<ProfileName> = profile.map_or_else(
+        || {
+            ProfileName::ALL
+                .into_iter()
+                .filter(|p| p.runtime() == loopsim_engine::profile::Runtime::Hermes)
+                .collect()
+        },
+        |p| vec![p],
+    );
     let checked = UserConfig::load(path)
         .map_err(|e| e.to_string())
         .and_then(|u| {

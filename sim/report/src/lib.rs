@@ -11,6 +11,7 @@ pub mod plot;
 pub mod plots;
 pub mod range;
 pub mod report_files;
+pub mod runtimes;
 pub mod shell;
 pub mod summary;
 pub mod sweep;
