@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use common::{
     TempDir, hermes_live_python_or_skip, loopsim_in, openai_agents_python_or_skip, output_text,
-    root,
+    pydantic_ai_python_or_skip, root,
 };
 
 /// scenarios/README.md's live table: (scenario, status, reason).
@@ -98,24 +98,59 @@ fn the_live_suite_matches_its_simulation_event_for_event() {
     assert!(compared > 2000, "{compared} events compared in all");
 }
 
-#[test]
-fn every_scenario_has_a_status_under_the_openai_agents_sdk_and_the_refusals_are_the_simulations() {
-    let table = table_under("the OpenAI Agents SDK 0.24.0");
+/// An agent SDK with a live bridge: its table's heading, profile, `--live` name, package
+/// version, and the exception its cap raises.
+struct Sdk {
+    heading: &'static str,
+    profile: &'static str,
+    runtime: &'static str,
+    version: &'static str,
+    cap_raises: &'static str,
+    cap: usize,
+}
+
+const OPENAI_AGENTS: Sdk = Sdk {
+    heading: "the OpenAI Agents SDK 0.24.0",
+    profile: "openai-agents-0.24",
+    runtime: "openai-agents",
+    version: "0.24.0",
+    cap_raises: "raised(MaxTurnsExceeded)",
+    cap: 10,
+};
+
+const PYDANTIC_AI: Sdk = Sdk {
+    heading: "Pydantic AI 2.68.0",
+    profile: "pydantic-ai-2.68",
+    runtime: "pydantic-ai",
+    version: "2.68.0",
+    cap_raises: "raised(UsageLimitExceeded)",
+    cap: 50,
+};
+
+/// Every scenario has a row in the SDK's live table, and a scenario is `not expressible`
+/// exactly when the simulation refuses it under the SDK's profile, for the table's reason.
+fn every_scenario_has_a_status_under(sdk: &Sdk, min_identical: usize) {
+    let table = table_under(sdk.heading);
     for f in common::scenario_files() {
         let name = f.file_stem().unwrap().to_str().unwrap().to_string();
         let rows: Vec<_> = table.iter().filter(|r| r.0 == name).collect();
-        assert_eq!(rows.len(), 1, "{name}: one row in the SDK's live table");
+        assert_eq!(
+            rows.len(),
+            1,
+            "{name}: one row in the {} table",
+            sdk.heading
+        );
         let (_, status, reason) = rows[0];
-        // A scenario is refused exactly when the simulation refuses it under the profile.
+        let t = TempDir::new(&format!("table-{}-{name}", sdk.runtime));
         let o = loopsim_in(
             &root(),
             &[
                 "run",
                 f.to_str().unwrap(),
                 "--profile",
-                "openai-agents-0.24",
+                sdk.profile,
                 "--out",
-                TempDir::new(&format!("oa-table-{name}")).to_str().unwrap(),
+                t.to_str().unwrap(),
                 "-q",
             ],
         );
@@ -134,26 +169,31 @@ fn every_scenario_has_a_status_under_the_openai_agents_sdk_and_the_refusals_are_
     }
     let identical = table.iter().filter(|r| r.1 == "identical").count();
     assert!(
-        identical >= 31,
-        "only {identical} scenarios run live under the SDK"
+        identical >= min_identical,
+        "only {identical} scenarios run live under {}",
+        sdk.heading
     );
 }
 
 #[test]
-fn the_openai_agents_live_suite_matches_its_simulation_event_for_event() {
-    let Some(py) = openai_agents_python_or_skip("the OpenAI Agents SDK live suite") else {
-        return;
-    };
-    let runtime = format!("openai-agents={}", py.display());
+fn every_scenario_has_a_status_under_the_openai_agents_sdk_and_pydantic_ai() {
+    every_scenario_has_a_status_under(&OPENAI_AGENTS, 31);
+    every_scenario_has_a_status_under(&PYDANTIC_AI, 31);
+}
+
+/// The SDK's live suite: every `identical` scenario of its table through its real loop,
+/// compared with the simulation event for event; returns how many runs its cap ended.
+fn live_suite_under(sdk: &Sdk, py: &Path) -> usize {
+    let runtime = format!("{}={}", sdk.runtime, py.display());
     let mut failures = Vec::new();
     let mut compared = 0;
-    let mut raised = 0;
-    for (name, status, _) in table_under("the OpenAI Agents SDK 0.24.0") {
+    let mut capped = 0;
+    for (name, status, _) in table_under(sdk.heading) {
         if status != "identical" {
             continue;
         }
         let path = format!("scenarios/{name}.toml");
-        let t = TempDir::new(&format!("oa-live-{name}"));
+        let t = TempDir::new(&format!("live-{}-{name}", sdk.runtime));
         let o = loopsim_in(
             &root(),
             &[
@@ -175,8 +215,12 @@ fn the_openai_agents_live_suite_matches_its_simulation_event_for_event() {
             failures.push(format!("{name}: {}", v["first_divergence"]));
             continue;
         }
-        assert_eq!(v["compared_under"], "openai-agents-0.24", "{name}");
-        assert_eq!(v["runtime"], "openai-agents 0.24.0", "{name}");
+        assert_eq!(v["compared_under"], sdk.profile, "{name}");
+        assert_eq!(
+            v["runtime"],
+            format!("{} {}", sdk.runtime, sdk.version),
+            "{name}"
+        );
         let (s, l) = (
             v["compared_events"]["simulated"].as_u64().unwrap(),
             v["compared_events"]["live"].as_u64().unwrap(),
@@ -184,20 +228,40 @@ fn the_openai_agents_live_suite_matches_its_simulation_event_for_event() {
         assert_eq!(s, l, "{name}: as many events on both sides");
         assert!(l >= 2, "{name}: only {l} events compared");
         compared += l;
-        // The runs the SDK ended by raising, as its bridge saw them.
+        // The runs the runtime's cap ended, as its bridge saw them.
         let turns = v["parent_turns"].as_array().unwrap();
-        if turns.iter().any(|t| t == "raised(MaxTurnsExceeded)") {
-            raised += 1;
-            let trace = read("trace.jsonl");
+        if turns.iter().any(|t| t == sdk.cap_raises) {
+            capped += 1;
+            let calls = read("trace.jsonl")
+                .matches(r#""kind":"model_call""#)
+                .count();
             assert!(
-                trace.matches(r#""kind":"model_call""#).count() >= 10,
-                "{name}: ten model calls before the SDK raised"
+                calls >= sdk.cap,
+                "{name}: {calls} model calls before the cap"
             );
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(compared > 500, "{compared} events compared in all");
-    assert!(raised >= 20, "only {raised} runs reached max_turns");
+    assert!(compared > 400, "{compared} events compared in all");
+    capped
+}
+
+#[test]
+fn the_openai_agents_live_suite_matches_its_simulation_event_for_event() {
+    let Some(py) = openai_agents_python_or_skip("the OpenAI Agents SDK live suite") else {
+        return;
+    };
+    let capped = live_suite_under(&OPENAI_AGENTS, &py);
+    assert!(capped >= 20, "only {capped} runs reached max_turns");
+}
+
+#[test]
+fn the_pydantic_ai_live_suite_matches_its_simulation_event_for_event() {
+    let Some(py) = pydantic_ai_python_or_skip("the Pydantic AI live suite") else {
+        return;
+    };
+    let capped = live_suite_under(&PYDANTIC_AI, &py);
+    assert!(capped >= 5, "only {capped} runs reached request_limit");
 }
 
 #[test]

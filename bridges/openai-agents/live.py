@@ -7,7 +7,7 @@ SPEC (written by `loopsim live --runtime openai-agents`): {
   "server": "http://127.0.0.1:PORT",   # loopsim's server (model at /v1, tools at /loopsim/v1)
   "model": "main",                     # the parent's model name
   "tools": ["terminal", ...],          # the scenario's tools, offered as function tools
-  "max_turns": 10,                     # Runner.run's max_turns (null: the SDK's default)
+  "cap": 10,                           # Runner.run's max_turns (null: the SDK's default)
   "task": "the first user message",
   "user_turns": ["..."],               # later user messages, each a run of its own
   "streamed": false                    # Runner.run_streamed, so a user's stop can cancel
@@ -191,7 +191,7 @@ async def main():
     history = []
     for text in [SPEC.get("task") or "Do the task."] + list(SPEC.get("user_turns") or []):
         items = history + [{"role": "user", "content": text}]
-        exit_reason, after = await run_turn(agent, items, SPEC.get("max_turns"))
+        exit_reason, after = await run_turn(agent, items, SPEC.get("cap"))
         turns.append(exit_reason)
         # A run that raised keeps no history of its own: the next message starts from the last.
         history = after if after is not None else items

@@ -183,6 +183,27 @@ pub fn openai_agents_python() -> Result<PathBuf, String> {
     .clone()
 }
 
+/// The Python with pydantic-ai-slim[openai] 2.68.0, installing it into target/pydantic-ai-venv
+/// when needed (once per test process).
+pub fn pydantic_ai_python() -> Result<PathBuf, String> {
+    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        venv_python(
+            "LOOPSIM_PYDANTIC_AI_PYTHON",
+            "pydantic-ai-venv",
+            "pydantic_ai.models.openai",
+            &["pydantic-ai-slim[openai]==2.68.0"],
+        )
+    })
+    .clone()
+}
+
+/// Pydantic AI's Python, or `None` after a loud skip message (a failure when
+/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
+pub fn pydantic_ai_python_or_skip(what: &str) -> Option<PathBuf> {
+    or_skip(what, pydantic_ai_python())
+}
+
 /// The OpenAI Agents SDK's Python, or `None` after a loud skip message (a failure when
 /// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
 pub fn openai_agents_python_or_skip(what: &str) -> Option<PathBuf> {

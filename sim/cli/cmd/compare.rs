@@ -25,11 +25,13 @@ pub struct Args<'a> {
 }
 
 /// The key of a profile's iteration cap and a config that lifts it, in its runtime's keys.
-fn cap_key(profile: ProfileName) -> (&'static str, &'static str) {
-    match profile.runtime() {
-        Runtime::Hermes => ("agent.max_turns", "agent:\n  max_turns: 1000000\n"),
-        Runtime::OpenAiAgents => ("max_turns", "max_turns: 1000000\n"),
-    }
+fn cap_key(profile: ProfileName) -> (&'static str, String) {
+    let key = profile.runtime().cap_key();
+    let lifted = match profile.runtime() {
+        Runtime::Hermes => "agent:\n  max_turns: 1000000\n".to_string(),
+        _ => format!("{key}: 1000000\n"),
+    };
+    (key, lifted)
 }
 
 fn run_one(
@@ -66,7 +68,7 @@ fn outcome(sc: &Scenario, profile: ProfileName) -> Result<Outcome> {
     {
         // The cap stopped a healthy run: the cap it needs is its calls with none.
         let (key, lifted) = cap_key(profile);
-        let uncapped = UserConfig::parse(lifted, "(no cap)")?;
+        let uncapped = UserConfig::parse(&lifted, "(no cap)")?;
         let free = run_one(sc, profile, Some(Arc::new(uncapped)))?;
         if loopsim_report::runtimes::stopped_by(&free).is_none() {
             *avoid_with = Some(format!("{key}: {}", free.parent_calls));

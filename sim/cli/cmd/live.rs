@@ -35,6 +35,12 @@ const LIVE_RUNTIMES: &[(Runtime, ProfileName, &str, &str)] = &[
         "LOOPSIM_OPENAI_AGENTS_PYTHON",
         "openai-agents-venv",
     ),
+    (
+        Runtime::PydanticAi,
+        ProfileName::PydanticAi2_68,
+        "LOOPSIM_PYDANTIC_AI_PYTHON",
+        "pydantic-ai-venv",
+    ),
 ];
 
 /// A live runtime: which, the Python that has it, and its default profile.
@@ -60,9 +66,14 @@ pub fn parse_runtime(s: &str) -> Result<LiveRuntime> {
     if python == Some("") {
         bail!("--runtime `{s}`: the Python after `=` is empty");
     }
+    let mut python = inputs::python_for(python, var, venv);
+    // The bridge runs in a folder of its own: a relative path must not change meaning there.
+    if python.components().count() > 1 && python.is_relative() {
+        python = std::env::current_dir()?.join(python);
+    }
     Ok(LiveRuntime {
         runtime,
-        python: inputs::python_for(python, var, venv),
+        python,
         profile,
     })
 }

@@ -17,6 +17,8 @@ pub enum Runtime {
     Hermes,
     /// OpenAI Agents SDK (`openai-agents`): `Runner.run(..., max_turns=10)`.
     OpenAiAgents,
+    /// Pydantic AI (`pydantic-ai-slim`): `agent.run(..., usage_limits=UsageLimits(...))`.
+    PydanticAi,
 }
 
 impl Runtime {
@@ -24,6 +26,7 @@ impl Runtime {
         match self {
             Runtime::Hermes => "hermes",
             Runtime::OpenAiAgents => "openai-agents",
+            Runtime::PydanticAi => "pydantic-ai",
         }
     }
 
@@ -32,6 +35,16 @@ impl Runtime {
         match self {
             Runtime::Hermes => "Hermes",
             Runtime::OpenAiAgents => "the OpenAI Agents SDK",
+            Runtime::PydanticAi => "Pydantic AI",
+        }
+    }
+
+    /// The setting that caps a run's model calls, in the runtime's own name.
+    pub fn cap_key(self) -> &'static str {
+        match self {
+            Runtime::Hermes => "agent.max_turns",
+            Runtime::OpenAiAgents => "max_turns",
+            Runtime::PydanticAi => "request_limit",
         }
     }
 
@@ -40,6 +53,7 @@ impl Runtime {
         match self {
             Runtime::Hermes => "hermes-agent",
             Runtime::OpenAiAgents => "openai-agents",
+            Runtime::PydanticAi => "pydantic-ai-slim",
         }
     }
 }
@@ -63,15 +77,18 @@ pub enum ProfileName {
     HermesMain,
     /// The OpenAI Agents SDK 0.24 (`openai-agents` 0.24.0 on PyPI).
     OpenAiAgents0_24,
+    /// Pydantic AI 2.68 (`pydantic-ai-slim` 2.68.0 on PyPI).
+    PydanticAi2_68,
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 5] = [
+    pub const ALL: [ProfileName; 6] = [
         ProfileName::Article2026_06,
         ProfileName::Hermes0_19_0,
         ProfileName::HermesV0_21_5,
         ProfileName::HermesMain,
         ProfileName::OpenAiAgents0_24,
+        ProfileName::PydanticAi2_68,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -81,6 +98,7 @@ impl ProfileName {
             ProfileName::HermesV0_21_5 => "hermes-v0.21.5",
             ProfileName::HermesMain => "hermes-main",
             ProfileName::OpenAiAgents0_24 => "openai-agents-0.24",
+            ProfileName::PydanticAi2_68 => "pydantic-ai-2.68",
         }
     }
 
@@ -98,7 +116,7 @@ impl fmt::Display for ProfileName {
 /// An unknown profile name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24)"
+    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68)"
 )]
 pub struct UnknownProfile(pub String);
 
@@ -222,6 +240,30 @@ impl Profile {
                 background_delegation: false,
                 ..v0_19
             },
+            // `UsageLimits.request_limit` (default 50) counts model requests and raises
+            // `UsageLimitExceeded` before the one past it; an empty reply gets one retry
+            // request per run (the output-retry budget), the next raises
+            // `UnexpectedModelBehavior`. No refunds, no loop detection.
+            ProfileName::PydanticAi2_68 => Profile {
+                runtime: Runtime::PydanticAi,
+                max_iterations: 50,
+                turn: TurnRules {
+                    grace: GraceMode::None,
+                    refund_extends_call_cap: false,
+                    dedupe_identical_calls: false,
+                    names_context_exhaustion: false,
+                    refund_execute_code: false,
+                    at_cap: AtCap::Raise(LimitError::UsageLimitExceeded),
+                    on_empty_reply: OnEmptyReply::RetryThenRaise {
+                        retries: 1,
+                        error: LimitError::UnexpectedModelBehavior,
+                    },
+                },
+                tool_guardrails: false,
+                delegation: false,
+                background_delegation: false,
+                ..v0_19
+            },
         }
     }
 }
@@ -278,6 +320,18 @@ mod tests {
         assert_eq!(p.turn.on_empty_reply, OnEmptyReply::FinalAnswer);
         assert!(!p.turn.dedupe_identical_calls && !p.turn.refund_execute_code);
         assert!(!p.tool_guardrails && !p.delegation);
+        let p = Profile::get(ProfileName::PydanticAi2_68);
+        assert_eq!(p.runtime, Runtime::PydanticAi);
+        // UsageLimits.request_limit's default in usage.py.
+        assert_eq!(p.max_iterations, 50);
+        assert_eq!(p.turn.at_cap, AtCap::Raise(LimitError::UsageLimitExceeded));
+        assert_eq!(
+            p.turn.on_empty_reply,
+            OnEmptyReply::RetryThenRaise {
+                retries: 1,
+                error: LimitError::UnexpectedModelBehavior
+            }
+        );
         for name in ProfileName::ALL {
             let hermes = name.runtime() == Runtime::Hermes;
             assert_eq!(Profile::get(name).tool_guardrails, hermes, "{name}");

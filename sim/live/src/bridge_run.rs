@@ -113,11 +113,33 @@ pub fn user_turns(sc: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// The spec of a bridge to an agent SDK (every runtime but Hermes): where loopsim is, the
+/// scenario's tools, the run's cap in the runtime's setting (`cap`), the task, the later turns,
+/// and whether a user's stop must be able to cancel the run.
+pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Value {
+    let cap = sc
+        .engine_config_over(opts.profile, None, opts.config.as_deref())
+        .ok()
+        .map(|c| c.max_iterations)
+        .filter(|&m| m < loopsim_engine::budget::UNLIMITED);
+    serde_json::json!({
+        "server": server,
+        "model": sc.file.agents["parent"].model.get_ref(),
+        "tools": sc.file.tools.keys().collect::<Vec<_>>(),
+        "cap": cap,
+        "task": task(sc),
+        "user_turns": user_turns(sc),
+        "streamed": sc.file.human.interrupt_at_s.is_some()
+            || sc.file.agents.values().flat_map(|a| &a.script).any(|s| s.user_stop),
+    })
+}
+
 /// What a scenario asks of `runtime` live that its bridge cannot do yet, if anything.
 pub fn unsupported(sc: &Scenario, runtime: Runtime) -> Option<String> {
     match runtime {
         Runtime::Hermes => crate::hermes::unsupported(sc),
         Runtime::OpenAiAgents => crate::openai_agents::unsupported(sc),
+        Runtime::PydanticAi => crate::pydantic_ai::unsupported(sc),
     }
 }
 
@@ -161,10 +183,8 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
             crate::hermes::LIVE_PY,
             crate::hermes::spec(sc, opts, &server, &handle.base_url()),
         ),
-        Runtime::OpenAiAgents => (
-            crate::openai_agents::LIVE_PY,
-            crate::openai_agents::spec(sc, opts, &server),
-        ),
+        Runtime::OpenAiAgents => (crate::openai_agents::LIVE_PY, sdk_spec(sc, opts, &server)),
+        Runtime::PydanticAi => (crate::pydantic_ai::LIVE_PY, sdk_spec(sc, opts, &server)),
     };
     std::fs::write(&script, text).map_err(LiveRunError::Temp)?;
     let spec_path = dir.0.join("spec.json");

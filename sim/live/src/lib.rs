@@ -42,5 +42,6 @@ pub mod compare;
 pub mod hermes;
 pub mod openai;
 pub mod openai_agents;
+pub mod pydantic_ai;
 pub mod server;
 pub mod world;

@@ -12,10 +12,10 @@ use serde::Serialize;
 
 fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
     let p = Profile::get(c.profile);
-    let key = match p.runtime {
-        Runtime::Hermes => return None,
-        Runtime::OpenAiAgents => "max_turns",
-    };
+    if p.runtime == Runtime::Hermes {
+        return None;
+    }
+    let key = p.runtime.cap_key();
     Some(RuntimeSettings {
         runtime: p.runtime.package(),
         cap: if c.max_iterations < UNLIMITED {

@@ -19,11 +19,15 @@ const fn key(path: &'static str, kind: KeyKind) -> KeySpec {
 /// OpenAI Agents SDK: the arguments of `Runner.run` that govern the loop.
 const OPENAI_AGENTS: &[KeySpec] = &[key("max_turns", KeyKind::Int { min: 0 })];
 
+/// Pydantic AI: the fields of `UsageLimits` loopsim simulates (`usage_limits=` of `run`).
+const PYDANTIC_AI: &[KeySpec] = &[key("request_limit", KeyKind::Int { min: 0 })];
+
 /// The keys `runtime` reads (empty for Hermes, whose table is [`super::keys::SIMULATED`]).
 pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
     match runtime {
         Runtime::Hermes => &[],
         Runtime::OpenAiAgents => OPENAI_AGENTS,
+        Runtime::PydanticAi => PYDANTIC_AI,
     }
 }
 
@@ -78,6 +82,37 @@ pub fn unknown_keys(root: &Node, profile: ProfileName) -> Vec<UnknownKey> {
 }
 
 impl EngineConfig {
+    /// A runtime's cap on model calls: an integer; 0 or less means no call at all (noted).
+    fn read_cap(
+        &mut self,
+        root: &Node,
+        key: &str,
+        raised: &str,
+        file: &str,
+    ) -> Result<(), ConfigError> {
+        let Some(n) = root.get(key) else {
+            return Ok(());
+        };
+        let Yaml::Int(v) = n.value else {
+            return Err(ConfigError::Value {
+                file: file.to_string(),
+                line: n.line,
+                key: key.to_string(),
+                message: "an integer, the number of model calls a run may make".into(),
+            });
+        };
+        if v <= 0 {
+            // The runtime accepts it and raises before the first model call.
+            self.notes.push(ConfigNote {
+                line: n.line,
+                key: key.to_string(),
+                message: format!("{v}: the run raises {raised} before its first model call"),
+            });
+        }
+        self.max_iterations = u64::try_from(v.max(0)).unwrap_or(u64::MAX);
+        Ok(())
+    }
+
     /// Reads a non-Hermes runtime's settings. Values are checked strictly: the runtime takes
     /// them as Python arguments, where a wrong type is an error, not a default.
     pub(super) fn read_runtime(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
@@ -102,27 +137,9 @@ impl EngineConfig {
         }
         match self.profile.runtime() {
             Runtime::Hermes => unreachable!("Hermes's keys are read by EngineConfig::read"),
-            Runtime::OpenAiAgents => {
-                if let Some(n) = root.get("max_turns") {
-                    let Yaml::Int(v) = n.value else {
-                        return Err(bad(
-                            n,
-                            "max_turns",
-                            "an integer, the number of model calls a run may make".into(),
-                        ));
-                    };
-                    if v <= 0 {
-                        // The SDK accepts it and raises before the first model call.
-                        self.notes.push(ConfigNote {
-                            line: n.line,
-                            key: "max_turns".into(),
-                            message: format!(
-                                "{v}: the run raises MaxTurnsExceeded before its first model call"
-                            ),
-                        });
-                    }
-                    self.max_iterations = u64::try_from(v.max(0)).unwrap_or(u64::MAX);
-                }
+            Runtime::OpenAiAgents => self.read_cap(root, "max_turns", "MaxTurnsExceeded", file)?,
+            Runtime::PydanticAi => {
+                self.read_cap(root, "request_limit", "UsageLimitExceeded", file)?
             }
         }
         Ok(())
@@ -153,5 +170,23 @@ mod tests {
         assert!(hermes.contains("openai-agents-0.24"), "{hermes}");
         let word = read("max_turns: ten\n").unwrap_err().to_string();
         assert!(word.contains("an integer"), "{word}");
+    }
+
+    #[test]
+    fn pydantic_ai_reads_request_limit_in_its_own_name() {
+        let read = |text: &str| {
+            let root = yaml::parse(text).unwrap();
+            EngineConfig::from_node(ProfileName::PydanticAi2_68, None, &root, "p.yaml")
+        };
+        assert_eq!(read("").unwrap().max_iterations, 50);
+        assert_eq!(read("request_limit: 8\n").unwrap().max_iterations, 8);
+        // The OpenAI Agents SDK's key is not Pydantic AI's.
+        let other = read("max_turns: 8\n").unwrap_err().to_string();
+        assert!(
+            other.contains("not a setting pydantic-ai-2.68 reads"),
+            "{other}"
+        );
+        let typo = read("request_limt: 8\n").unwrap_err().to_string();
+        assert!(typo.contains("did you mean `request_limit`"), "{typo}");
     }
 }

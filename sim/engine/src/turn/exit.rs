@@ -24,20 +24,31 @@ impl fmt::Display for FinishReason {
     }
 }
 
-/// A limit another runtime enforces by raising, named by the exception class it raises.
+/// An exception another runtime ends a run with (its limits, its give-up on the model's
+/// replies), named by the exception's class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LimitError {
     /// OpenAI Agents SDK: the run reached `max_turns` model calls.
     MaxTurnsExceeded,
+    /// Pydantic AI: a `UsageLimits` limit (`request_limit`) would be exceeded.
+    UsageLimitExceeded,
+    /// Pydantic AI: the model's replies used up the output retries (empty replies).
+    UnexpectedModelBehavior,
 }
 
 impl LimitError {
-    pub const ALL: [LimitError; 1] = [LimitError::MaxTurnsExceeded];
+    pub const ALL: [LimitError; 3] = [
+        LimitError::MaxTurnsExceeded,
+        LimitError::UsageLimitExceeded,
+        LimitError::UnexpectedModelBehavior,
+    ];
 
     /// The exception's class name, as the runtime raises it.
     pub fn as_str(self) -> &'static str {
         match self {
             LimitError::MaxTurnsExceeded => "MaxTurnsExceeded",
+            LimitError::UsageLimitExceeded => "UsageLimitExceeded",
+            LimitError::UnexpectedModelBehavior => "UnexpectedModelBehavior",
         }
     }
 }

@@ -55,6 +55,9 @@ pub enum OnEmptyReply {
     Recover,
     /// The empty text is the final answer (OpenAI Agents SDK with a plain-text output).
     FinalAnswer,
+    /// Up to `retries` retry requests in a run, then the runtime raises `error` (Pydantic
+    /// AI's output retries).
+    RetryThenRaise { retries: u32, error: LimitError },
 }
 
 /// How a loop that reached its cap ends.
@@ -253,6 +256,15 @@ impl TurnGovernor {
     /// of the conversation.
     pub fn empty_reply(&mut self, tool_result_recent: bool) -> EmptyReply {
         self.last_reply_empty = true;
+        if let OnEmptyReply::RetryThenRaise { retries, error } = self.rules.on_empty_reply {
+            if self.empty_retries < retries {
+                self.empty_retries += 1;
+                return EmptyReply::Retry;
+            }
+            self.exit = ExitReason::Raised(error);
+            self.failed = true;
+            return EmptyReply::Exhausted;
+        }
         if tool_result_recent && !self.nudged_this_round {
             self.nudged_this_round = true;
             return EmptyReply::Nudge;
@@ -482,6 +494,35 @@ mod tests {
         assert_eq!(
             g.finish().exit_reason,
             ExitReason::Raised(LimitError::MaxTurnsExceeded)
+        );
+    }
+
+    #[test]
+    fn pydantic_ai_retries_one_empty_reply_per_run_then_raises() {
+        let rules = crate::profile::Profile::get(crate::profile::ProfileName::PydanticAi2_68).turn;
+        let mut g = TurnGovernor::new(rules, 50);
+        g.begin_iteration(false);
+        // The first empty reply of the run: one retry request, counted like any other.
+        assert_eq!(g.empty_reply(true), EmptyReply::Retry);
+        g.begin_iteration(false);
+        g.tool_round(["terminal"], false);
+        g.begin_iteration(false);
+        // The output-retry budget is the run's, not the round's: the second one raises.
+        assert_eq!(g.empty_reply(true), EmptyReply::Exhausted);
+        assert_eq!(g.begin_iteration(false), Step::Exit);
+        let end = g.finish();
+        assert_eq!(
+            end.exit_reason.to_string(),
+            "raised(UnexpectedModelBehavior)"
+        );
+        assert_eq!(end.api_calls, 3);
+        assert!(!end.summary_call);
+        // request_limit: fifty requests, then UsageLimitExceeded before the fifty-first.
+        let mut g = TurnGovernor::new(rules, 50);
+        assert_eq!(run_tools(&mut g, "execute_code"), 50);
+        assert_eq!(
+            g.finish().exit_reason.to_string(),
+            "raised(UsageLimitExceeded)"
         );
     }
 
