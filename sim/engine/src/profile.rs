@@ -22,6 +22,8 @@ pub enum Runtime {
 }
 
 impl Runtime {
+    pub const ALL: [Runtime; 3] = [Runtime::Hermes, Runtime::OpenAiAgents, Runtime::PydanticAi];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Runtime::Hermes => "hermes",

@@ -31,6 +31,14 @@ pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
     }
 }
 
+/// The setting `path` of any runtime other than Hermes.
+pub fn lookup(path: &str) -> Option<&'static KeySpec> {
+    Runtime::ALL
+        .into_iter()
+        .flat_map(keys)
+        .find(|k| k.path == path)
+}
+
 /// A key of a config tree that `profile`'s runtime does not read, with its line and the
 /// nearest key it does.
 #[derive(Clone, Debug, PartialEq, Eq)]

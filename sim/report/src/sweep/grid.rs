@@ -30,9 +30,14 @@ fn grid_err(spec: &str, message: impl Into<String>) -> SweepError {
     }
 }
 
+/// The key's spec: Hermes's, else another runtime's setting (`max_turns`, `request_limit`).
+fn spec_of(key: &str) -> Option<&'static keys::KeySpec> {
+    keys::lookup(key).or_else(|| loopsim_engine::config::runtime::lookup(key))
+}
+
 /// Why `key` is not a key to sweep, with the nearest one.
 fn key_problem(key: &str) -> Option<String> {
-    match keys::lookup(key) {
+    match spec_of(key) {
         Some(k) if k.kind == KeyKind::Section => {
             let inside: Vec<&str> = keys::SIMULATED
                 .iter()
@@ -90,7 +95,7 @@ impl Axis {
         if let Some(p) = key_problem(key) {
             return Err(err(p));
         }
-        let kind = keys::lookup(key).expect("checked").kind;
+        let kind = spec_of(key).expect("checked").kind;
         let values: Vec<String> = match range::parse(values, true) {
             Some(r) => {
                 let r = r.map_err(err)?;
@@ -130,7 +135,7 @@ impl Axis {
 
     /// The value `v` of this axis (one [`Axis::parse`] wrote) as Hermes's config holds it.
     pub fn value_node(&self, v: &str) -> Node {
-        let kind = keys::lookup(&self.key).map_or(KeyKind::Section, |k| k.kind);
+        let kind = spec_of(&self.key).map_or(KeyKind::Section, |k| k.kind);
         Node {
             value: typed(kind, v).unwrap_or(Yaml::Null),
             line: 0,
@@ -326,7 +331,21 @@ fn why_unchanged(
     platform: Option<&str>,
     inert: Option<String>,
 ) -> String {
-    let spec = keys::lookup(&axis.key).expect("checked at parse");
+    let spec = spec_of(&axis.key).expect("checked at parse");
+    let runtime = profile.runtime();
+    let runtime_reads = match runtime {
+        loopsim_engine::profile::Runtime::Hermes => keys::lookup(&axis.key).is_some(),
+        r => loopsim_engine::config::runtime::keys(r)
+            .iter()
+            .any(|k| k.path == axis.key),
+    };
+    if !runtime_reads {
+        return format!(
+            "{profile} does not read `{}` (not a setting of {})",
+            axis.key,
+            runtime.title()
+        );
+    }
     if !spec.read_by.reads(profile) {
         return format!("{profile} does not read `{}`", axis.key);
     }

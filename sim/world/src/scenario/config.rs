@@ -3,7 +3,7 @@
 
 use loopsim_engine::config::keys::{self, KeyProblem, Scope};
 use loopsim_engine::config::{ConfigError, EngineConfig};
-use loopsim_engine::profile::ProfileName;
+use loopsim_engine::profile::{ProfileName, Runtime};
 use loopsim_engine::yaml::{KeyIndex, Node, Yaml};
 
 use super::spans::SpanTree;
@@ -95,7 +95,26 @@ impl Scenario {
             return Err(bad("not a dotted key".into()));
         }
         let mut s = self.clone();
-        set_path(&mut s.config_node, &parts, value).map_err(bad)?;
+        // The key goes where a runtime reads it: the scenario's own settings, the settings for
+        // other runtimes, or both (`max_turns` is Hermes's legacy cap and the SDK's).
+        let own = self.profile.runtime();
+        let hermes_reads = keys::lookup(key).is_some();
+        let reads = |r: Runtime| match r {
+            Runtime::Hermes => hermes_reads,
+            other => loopsim_engine::config::runtime::keys(other)
+                .iter()
+                .any(|k| k.path == key),
+        };
+        let others = Runtime::ALL.into_iter().filter(|&r| r != own).any(reads);
+        if reads(own) || !others {
+            set_path(&mut s.config_node, &parts, value.clone()).map_err(bad)?;
+        }
+        if others {
+            if s.foreign_config.value == Yaml::Null {
+                s.foreign_config.value = Yaml::Map(Vec::new());
+            }
+            set_path(&mut s.foreign_config, &parts, value).map_err(bad)?;
+        }
         s.file.recorded = false;
         s.engine_config(None).map_err(|e| bad(e.to_string()))?;
         Ok(s)
@@ -108,6 +127,7 @@ impl Scenario {
         let mut s = self.clone();
         if !user.is_empty() {
             s.config_node = merge_nodes(&self.config_node, &user.root);
+            s.foreign_config = merge_nodes(&self.foreign_config, &user.root);
             s.file.recorded = false;
         }
         s
@@ -172,14 +192,10 @@ impl Scenario {
     /// `[config]` where `profile` reads it: it is in the keys of the scenario's own runtime,
     /// so a profile of another runtime runs at that runtime's defaults.
     pub fn config_for(&self, profile: ProfileName) -> &Node {
-        static EMPTY: Node = Node {
-            value: Yaml::Null,
-            line: 0,
-        };
         if profile.runtime() == self.profile.runtime() {
             &self.config_node
         } else {
-            &EMPTY
+            &self.foreign_config
         }
     }
 }

@@ -138,6 +138,18 @@ impl World<'_> {
             self.trace.line(&e);
         }
         let ag = &mut self.agents[a];
+        if matches!(fin.exit_reason, ExitReason::Raised(_)) && ag.stop.is_none() {
+            // Another runtime's limit raised: that is its governance's stop, as a guardrail
+            // halt is Hermes's (reports, sweeps and `check` count it so).
+            ag.stop = Some(Stop {
+                call: ag.calls,
+                t_us: self.sched.now().0,
+                code: reason.clone(),
+            });
+            if let Some(s) = &mut ag.series {
+                s.stops_us.push(self.sched.now().0);
+            }
+        }
         ag.exit_reasons.push(reason);
         let interrupted = matches!(
             fin.exit_reason,

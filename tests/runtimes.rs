@@ -1,0 +1,240 @@
+//! Other runtimes' governance in the simulator, without their packages: settings in each
+//! runtime's own keys, what a runtime cannot express, its limit's exception as its stop,
+//! sweeps over its knobs, and the cross-runtime comparison. (The live proof against the real
+//! packages is in tests/live.rs.)
+
+mod common;
+
+use common::{TempDir, loopsim_in, output_text, root};
+
+fn json_run(args: &[&str]) -> serde_json::Value {
+    let o = loopsim_in(&root(), args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", output_text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_runtimes_cap_is_its_own_setting_and_its_exception_is_the_runs_stop() {
+    let t = TempDir::new("rt-cap");
+    let out = t.join("r");
+    let out = out.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "scenarios/healthy-research-40-searches.toml",
+            "--out",
+            out,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        json_run(&args)
+    };
+    let v = run(&["--profile", "openai-agents-0.24"]);
+    assert_eq!(
+        v["summary"]["parent_exit_reason"],
+        "raised(MaxTurnsExceeded)"
+    );
+    assert_eq!(v["metrics"][0]["calls"], 10);
+    assert_eq!(v["metrics"][0]["stop_code"], "raised(MaxTurnsExceeded)");
+    assert_eq!(v["metrics"][0]["stop_call"], 10);
+    // The runtime's own key, in a config file of its own.
+    std::fs::write(t.join("oa.yaml"), "max_turns: 41\n").unwrap();
+    let cfg = t.join("oa.yaml");
+    let v = run(&[
+        "--profile",
+        "openai-agents-0.24",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        v["summary"]["parent_exit_reason"],
+        "text_response(finish_reason=stop)"
+    );
+    assert_eq!(v["metrics"][0]["calls"], 41);
+    assert_eq!(v["metrics"][0]["stop_code"], "");
+    // Pydantic AI's default of 50 lets the 41 calls through.
+    let v = run(&["--profile", "pydantic-ai-2.68"]);
+    assert_eq!(v["metrics"][0]["calls"], 41);
+    // A Hermes key, or a typo, under a runtime that does not read it: exit 2, file, line, key.
+    for (text, want) in [
+        (
+            "agent:\n  max_turns: 5\n",
+            "oa.yaml:1: `agent`: not a setting openai-agents-0.24 reads",
+        ),
+        (
+            "max_turns: 5\nmax_turn: 4\n",
+            "oa.yaml:2: `max_turn`: not a setting openai-agents-0.24 reads (did you mean `max_turns`?)",
+        ),
+        ("max_turns: ten\n", "oa.yaml:1: `max_turns`: an integer"),
+    ] {
+        std::fs::write(t.join("oa.yaml"), text).unwrap();
+        let o = loopsim_in(
+            &root(),
+            &[
+                "run",
+                "scenarios/healthy-research-40-searches.toml",
+                "--profile",
+                "openai-agents-0.24",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        assert!(
+            output_text(&o).contains(want),
+            "{text}: {}",
+            output_text(&o)
+        );
+    }
+}
+
+#[test]
+fn what_a_runtime_cannot_express_is_refused_with_the_mechanism_named() {
+    let t = TempDir::new("rt-refuse");
+    for (scenario, mechanism) in [
+        (
+            "scenarios/incident-52868-async-pool-full.toml",
+            "delegates to child agents (Hermes's delegate_task)",
+        ),
+        (
+            "scenarios/incident-96247-tool-search-context.toml",
+            "models.fast.context_window fills and compresses the context",
+        ),
+    ] {
+        for profile in ["openai-agents-0.24", "pydantic-ai-2.68"] {
+            let o = loopsim_in(
+                &root(),
+                &[
+                    "run",
+                    scenario,
+                    "--profile",
+                    profile,
+                    "--out",
+                    t.to_str().unwrap(),
+                ],
+            );
+            assert_eq!(o.status.code(), Some(2), "{scenario} {profile}");
+            let text = output_text(&o);
+            assert!(
+                text.contains(mechanism)
+                    && text.contains(&format!("which {profile} cannot express")),
+                "{text}"
+            );
+            assert!(
+                !t.join("summary.json").exists(),
+                "nothing written for a refused run"
+            );
+        }
+    }
+}
+
+#[test]
+fn runs_under_another_runtime_are_deterministic() {
+    let t = TempDir::new("rt-determinism");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            "scenarios/incident-64927-qqbot-terminal.toml",
+            "--profile",
+            "pydantic-ai-2.68",
+            "--check-determinism",
+            "--out",
+            t.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let a = t.join("a");
+    let b = t.join("b");
+    for d in [&a, &b] {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "compare",
+                "scenarios/two-call-cycle.toml",
+                "--out",
+                d.to_str().unwrap(),
+                "-q",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    }
+    for f in ["summary.md", "summary.json"] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_over_a_runtimes_own_knob_recommends_the_cap_that_spares_the_healthy_run() {
+    let t = TempDir::new("rt-sweep");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/healthy-research-40-searches.toml",
+            "scenarios/incident-17327-process-poll.toml",
+            "--profiles",
+            "pydantic-ai-2.68",
+            "--grid",
+            "request_limit=20,45,60",
+            "--seeds",
+            "0..2",
+            "--out",
+            t.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let md = std::fs::read_to_string(t.join("summary.md")).unwrap();
+    // 20 stops the loop soonest but also the 41-call healthy run; 45 is the best that spares it.
+    assert!(md.contains("**Recommended:** `request_limit=45`"), "{md}");
+    // A Hermes knob changes nothing under a runtime without Hermes's guardrails: an error.
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/incident-17327-process-poll.toml",
+            "--profiles",
+            "openai-agents-0.24",
+            "--grid",
+            "tool_loop_guardrails.hard_stop_enabled=true,false",
+            "--out",
+            t.join("h").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+}
+
+#[test]
+fn compare_shows_a_false_stop_with_the_setting_that_avoids_it() {
+    let t = TempDir::new("rt-compare");
+    let v = json_run(&[
+        "compare",
+        "scenarios/healthy-research-40-searches.toml",
+        "scenarios/live-delegation.toml",
+        "--profiles",
+        "hermes-main,openai-agents-0.24,pydantic-ai-2.68",
+        "--out",
+        t.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let cells = &v["rows"][0]["cells"];
+    assert_eq!(cells[0]["outcome"], "not_stopped");
+    assert_eq!(cells[1]["outcome"], "stopped");
+    assert_eq!(cells[1]["avoid_with"], "max_turns: 41");
+    assert_eq!(cells[2]["outcome"], "not_stopped");
+    assert_eq!(v["rows"][1]["cells"][1]["outcome"], "not_expressible");
+    let md = std::fs::read_to_string(t.join("summary.md")).unwrap();
+    assert!(
+        md.contains("**false stop**, `max_turns: 41` lets it finish"),
+        "{md}"
+    );
+}
