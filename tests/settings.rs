@@ -303,9 +303,32 @@ fn codes_lists_every_name_loopsim_accepts() {
     let o = loopsim(&["codes", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j["profiles"].as_array().unwrap().len(), 4);
+    assert_eq!(j["profiles"].as_array().unwrap().len(), 6);
     assert_eq!(j["decision_codes"].as_array().unwrap().len(), 11);
-    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 24);
+    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 25);
+    assert!(
+        j["exit_reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "raised(EXCEPTION)")
+    );
+    // Each other runtime's settings, in its own names.
+    let runtime_keys = |profile: &str| -> Vec<String> {
+        j["runtime_keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["profile"] == profile)
+            .unwrap_or_else(|| panic!("{profile} lists its settings"))["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["key"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(runtime_keys("openai-agents-0.24"), ["max_turns"]);
+    assert_eq!(runtime_keys("pydantic-ai-2.68"), ["request_limit"]);
     assert!(
         j["platforms"]["attended"]
             .as_array()

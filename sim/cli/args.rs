@@ -236,8 +236,10 @@ pub enum Command {
         /// The run seed (default: the scenario's).
         #[arg(long)]
         seed: Option<u64>,
-        /// Compare the simulation with a real runtime's loop instead: hermes or
-        /// hermes=PYTHON (the simulation runs under --profile, default hermes-0.19.0).
+        /// Compare the simulation with a real runtime's loop instead: hermes, openai-agents
+        /// or pydantic-ai, each optionally =PYTHON (the simulation runs under --profile,
+        /// default the runtime's tested version: hermes-0.19.0, openai-agents-0.24,
+        /// pydantic-ai-2.68).
         #[arg(long, conflicts_with = "engines")]
         live: Option<String>,
         /// A live run's wall-clock limit in seconds.
@@ -252,7 +254,8 @@ pub enum Command {
     Live {
         /// The scenario file, or the name of a scenario of the built-in suite.
         scenario: PathBuf,
-        /// The runtime: hermes, or hermes=PYTHON (a Python that imports Hermes).
+        /// The runtime: hermes, openai-agents or pydantic-ai, each optionally =PYTHON (a Python
+        /// that imports it).
         #[arg(long, default_value = "hermes")]
         runtime: String,
         #[command(flatten)]
@@ -352,7 +355,8 @@ pub struct EngineArgs {
     /// Engine profile (default: the scenario's).
     #[arg(long, value_parser = profile_parser())]
     pub profile: Option<ProfileName>,
-    /// A Hermes config.yaml laid over the scenario's config (its keys win).
+    /// A config.yaml laid over the scenario's config (its keys win): Hermes's keys, or the
+    /// settings of the profile's runtime (`loopsim codes`).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The platform (default: the scenario's): cli, telegram, cron, ... (`loopsim codes`).
