@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{
-    TempDir, hermes_live_python_or_skip, loopsim_in, openai_agents_python_or_skip, output_text,
-    pydantic_ai_python_or_skip, root,
+    TempDir, hermes_live_python_or_skip, langgraph_python_or_skip, loopsim_in,
+    openai_agents_python_or_skip, output_text, pydantic_ai_python_or_skip, root,
 };
 
 /// scenarios/README.md's live table: (scenario, status, reason).
@@ -127,6 +127,15 @@ const PYDANTIC_AI: Sdk = Sdk {
     cap: 50,
 };
 
+const LANGGRAPH: Sdk = Sdk {
+    heading: "LangGraph 1.2.22",
+    profile: "langgraph-1.2",
+    runtime: "langgraph",
+    version: "1.2.22",
+    cap_raises: "raised(GraphRecursionError)",
+    cap: 5000,
+};
+
 /// Every scenario has a row in the SDK's live table, and a scenario is `not expressible`
 /// exactly when the simulation refuses it under the SDK's profile, for the table's reason.
 fn every_scenario_has_a_status_under(sdk: &Sdk, min_identical: usize) {
@@ -179,6 +188,7 @@ fn every_scenario_has_a_status_under(sdk: &Sdk, min_identical: usize) {
 fn every_scenario_has_a_status_under_the_openai_agents_sdk_and_pydantic_ai() {
     every_scenario_has_a_status_under(&OPENAI_AGENTS, 31);
     every_scenario_has_a_status_under(&PYDANTIC_AI, 31);
+    every_scenario_has_a_status_under(&LANGGRAPH, 31);
 }
 
 /// The SDK's live suite: every `identical` scenario of its table through its real loop,
@@ -253,6 +263,51 @@ fn the_openai_agents_live_suite_matches_its_simulation_event_for_event() {
     };
     let capped = live_suite_under(&OPENAI_AGENTS, &py);
     assert!(capped >= 20, "only {capped} runs reached max_turns");
+}
+
+#[test]
+fn the_langgraph_live_suite_matches_its_simulation_event_for_event() {
+    let Some(py) = langgraph_python_or_skip("the LangGraph live suite") else {
+        return;
+    };
+    // create_agent's limit of 9,999 steps is never reached by the suite.
+    assert_eq!(live_suite_under(&LANGGRAPH, &py), 0);
+    // The limits users set: an even one ends after its last call's tools, an odd one drops the
+    // last call's reply; each with the model call count the graph's steps allow.
+    let t = TempDir::new("live-langgraph-limits");
+    for (limit, calls) in [(24, 12), (25, 13), (7, 4)] {
+        let cfg = t.join(format!("lg{limit}.yaml"));
+        std::fs::write(&cfg, format!("recursion_limit: {limit}\n")).unwrap();
+        let out = t.join(format!("r{limit}"));
+        let o = loopsim_in(
+            &root(),
+            &[
+                "live",
+                "scenarios/two-call-cycle.toml",
+                "--runtime",
+                &format!("langgraph={}", py.display()),
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{limit}: {}", output_text(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(v["identical"], true, "{limit}: {}", v["first_divergence"]);
+        assert_eq!(
+            v["parent_turns"][0], "raised(GraphRecursionError)",
+            "{limit}"
+        );
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+        assert_eq!(
+            trace.matches(r#""kind":"model_call""#).count(),
+            calls,
+            "{limit}"
+        );
+    }
 }
 
 #[test]

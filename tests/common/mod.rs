@@ -204,6 +204,35 @@ pub fn pydantic_ai_python_or_skip(what: &str) -> Option<PathBuf> {
     or_skip(what, pydantic_ai_python())
 }
 
+/// The Python with LangChain 1.5 and LangGraph 1.2.22, installing them into
+/// target/langgraph-venv when needed (once per test process).
+pub fn langgraph_python() -> Result<PathBuf, String> {
+    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        venv_python(
+            "LOOPSIM_LANGGRAPH_PYTHON",
+            "langgraph-venv",
+            "langchain.agents, langchain_openai, langgraph",
+            &LANGGRAPH_PACKAGES,
+        )
+    })
+    .clone()
+}
+
+/// What the LangGraph venv holds (as .ci/run installs it).
+pub const LANGGRAPH_PACKAGES: [&str; 4] = [
+    "langchain==1.5.0",
+    "langgraph==1.2.22",
+    "langgraph-prebuilt==1.1.2",
+    "langchain-openai==1.7.4",
+];
+
+/// LangGraph's Python, or `None` after a loud skip message (a failure when
+/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
+pub fn langgraph_python_or_skip(what: &str) -> Option<PathBuf> {
+    or_skip(what, langgraph_python())
+}
+
 /// The OpenAI Agents SDK's Python, or `None` after a loud skip message (a failure when
 /// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
 pub fn openai_agents_python_or_skip(what: &str) -> Option<PathBuf> {

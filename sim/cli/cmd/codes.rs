@@ -24,6 +24,9 @@ fn profile_about(p: ProfileName) -> &'static str {
         ProfileName::OpenAiAgents0_24 => {
             "openai-agents 0.24.0 from PyPI: max_turns 10, then MaxTurnsExceeded; no loop detection"
         }
+        ProfileName::LangGraph1_2 => {
+            "langgraph 1.2.22 under langchain 1.5's create_agent: recursion_limit 9999 graph steps, then GraphRecursionError"
+        }
         ProfileName::PydanticAi2_68 => {
             "pydantic-ai-slim 2.68.0 from PyPI: request_limit 50, then UsageLimitExceeded; no loop detection"
         }

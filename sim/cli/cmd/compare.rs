@@ -71,7 +71,8 @@ fn outcome(sc: &Scenario, profile: ProfileName) -> Result<Outcome> {
         let uncapped = UserConfig::parse(&lifted, "(no cap)")?;
         let free = run_one(sc, profile, Some(Arc::new(uncapped)))?;
         if loopsim_report::runtimes::stopped_by(&free).is_none() {
-            *avoid_with = Some(format!("{key}: {}", free.parent_calls));
+            let needed = profile.runtime().cap_for_calls(free.parent_calls);
+            *avoid_with = Some(format!("{key}: {needed}"));
         }
     }
     Ok(o)

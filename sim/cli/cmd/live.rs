@@ -41,6 +41,12 @@ const LIVE_RUNTIMES: &[(Runtime, ProfileName, &str, &str)] = &[
         "LOOPSIM_PYDANTIC_AI_PYTHON",
         "pydantic-ai-venv",
     ),
+    (
+        Runtime::LangGraph,
+        ProfileName::LangGraph1_2,
+        "LOOPSIM_LANGGRAPH_PYTHON",
+        "langgraph-venv",
+    ),
 ];
 
 /// A live runtime: which, the Python that has it, and its default profile.

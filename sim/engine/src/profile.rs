@@ -19,16 +19,24 @@ pub enum Runtime {
     OpenAiAgents,
     /// Pydantic AI (`pydantic-ai-slim`): `agent.run(..., usage_limits=UsageLimits(...))`.
     PydanticAi,
+    /// LangGraph, through LangChain's `create_agent`: `invoke(..., {"recursion_limit": L})`.
+    LangGraph,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 3] = [Runtime::Hermes, Runtime::OpenAiAgents, Runtime::PydanticAi];
+    pub const ALL: [Runtime; 4] = [
+        Runtime::Hermes,
+        Runtime::OpenAiAgents,
+        Runtime::PydanticAi,
+        Runtime::LangGraph,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Runtime::Hermes => "hermes",
             Runtime::OpenAiAgents => "openai-agents",
             Runtime::PydanticAi => "pydantic-ai",
+            Runtime::LangGraph => "langgraph",
         }
     }
 
@@ -38,6 +46,7 @@ impl Runtime {
             Runtime::Hermes => "Hermes",
             Runtime::OpenAiAgents => "the OpenAI Agents SDK",
             Runtime::PydanticAi => "Pydantic AI",
+            Runtime::LangGraph => "LangGraph",
         }
     }
 
@@ -47,6 +56,17 @@ impl Runtime {
             Runtime::Hermes => "agent.max_turns",
             Runtime::OpenAiAgents => "max_turns",
             Runtime::PydanticAi => "request_limit",
+            Runtime::LangGraph => "recursion_limit",
+        }
+    }
+
+    /// The least value of [`Runtime::cap_key`] that lets a run of `calls` model calls end
+    /// by answering: LangGraph counts a step for the model and one for its tools, and the run
+    /// must end before the limit's last step.
+    pub fn cap_for_calls(self, calls: u64) -> u64 {
+        match self {
+            Runtime::LangGraph => calls.saturating_mul(2),
+            _ => calls,
         }
     }
 
@@ -56,6 +76,7 @@ impl Runtime {
             Runtime::Hermes => "hermes-agent",
             Runtime::OpenAiAgents => "openai-agents",
             Runtime::PydanticAi => "pydantic-ai-slim",
+            Runtime::LangGraph => "langgraph",
         }
     }
 }
@@ -81,16 +102,19 @@ pub enum ProfileName {
     OpenAiAgents0_24,
     /// Pydantic AI 2.68 (`pydantic-ai-slim` 2.68.0 on PyPI).
     PydanticAi2_68,
+    /// LangGraph 1.2 (`langgraph` 1.2.22) under LangChain 1.5's `create_agent`.
+    LangGraph1_2,
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 6] = [
+    pub const ALL: [ProfileName; 7] = [
         ProfileName::Article2026_06,
         ProfileName::Hermes0_19_0,
         ProfileName::HermesV0_21_5,
         ProfileName::HermesMain,
         ProfileName::OpenAiAgents0_24,
         ProfileName::PydanticAi2_68,
+        ProfileName::LangGraph1_2,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -101,6 +125,7 @@ impl ProfileName {
             ProfileName::HermesMain => "hermes-main",
             ProfileName::OpenAiAgents0_24 => "openai-agents-0.24",
             ProfileName::PydanticAi2_68 => "pydantic-ai-2.68",
+            ProfileName::LangGraph1_2 => "langgraph-1.2",
         }
     }
 
@@ -118,7 +143,7 @@ impl fmt::Display for ProfileName {
 /// An unknown profile name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68)"
+    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2)"
 )]
 pub struct UnknownProfile(pub String);
 
@@ -266,8 +291,49 @@ impl Profile {
                 background_delegation: false,
                 ..v0_19
             },
+            // Every node run is a graph step: the model's, then the tools' (all of a reply's
+            // calls in one). A run must end within recursion_limit - 1 steps, else
+            // GraphRecursionError; create_agent binds 9,999. See `recursion_limit_cap`.
+            ProfileName::LangGraph1_2 => {
+                let (max_iterations, at_cap) = recursion_limit_cap(LANGGRAPH_CREATE_AGENT_LIMIT);
+                Profile {
+                    runtime: Runtime::LangGraph,
+                    max_iterations,
+                    turn: TurnRules {
+                        grace: GraceMode::None,
+                        refund_extends_call_cap: false,
+                        dedupe_identical_calls: false,
+                        names_context_exhaustion: false,
+                        refund_execute_code: false,
+                        at_cap,
+                        // An AI message with neither text nor tool calls ends the graph.
+                        on_empty_reply: OnEmptyReply::FinalAnswer,
+                    },
+                    tool_guardrails: false,
+                    delegation: false,
+                    background_delegation: false,
+                    ..v0_19
+                }
+            }
         }
     }
+}
+
+/// The recursion limit LangChain's `create_agent` binds (`langchain/agents/factory.py`).
+pub const LANGGRAPH_CREATE_AGENT_LIMIT: u64 = 9_999;
+
+/// A LangGraph recursion limit `L` as a call cap. The model runs at steps 1, 3, 5, ... and
+/// its tools at the even steps; the run raises once step L has run. So ceil(L/2) model
+/// calls: with an even L the last reply's tools run (step L) and then the run raises; with an
+/// odd L the last call is at step L itself, so its reply, tool calls or text, is never acted on.
+pub fn recursion_limit_cap(limit: u64) -> (u64, AtCap) {
+    let calls = limit.div_ceil(2);
+    let at_cap = if limit % 2 == 1 {
+        AtCap::RaiseDroppingLastReply(LimitError::GraphRecursionError)
+    } else {
+        AtCap::Raise(LimitError::GraphRecursionError)
+    };
+    (calls, at_cap)
 }
 
 #[cfg(test)]

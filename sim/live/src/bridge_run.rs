@@ -113,6 +113,9 @@ pub fn user_turns(sc: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// The LangGraph bridge, as committed in `bridges/langgraph/live.py`.
+pub const LANGGRAPH_PY: &str = include_str!("../../../bridges/langgraph/live.py");
+
 /// The spec of a bridge to an agent SDK (every runtime but Hermes): where loopsim is, the
 /// scenario's tools, the run's cap in the runtime's setting (`cap`), the task, the later turns,
 /// and whether a user's stop must be able to cancel the run.
@@ -120,8 +123,7 @@ pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Value {
     let cap = sc
         .engine_config_over(opts.profile, None, opts.config.as_deref())
         .ok()
-        .map(|c| c.max_iterations)
-        .filter(|&m| m < loopsim_engine::budget::UNLIMITED);
+        .and_then(|c| c.cap_setting);
     serde_json::json!({
         "server": server,
         "model": sc.file.agents["parent"].model.get_ref(),
@@ -140,6 +142,7 @@ pub fn unsupported(sc: &Scenario, runtime: Runtime) -> Option<String> {
         Runtime::Hermes => crate::hermes::unsupported(sc),
         Runtime::OpenAiAgents => crate::openai_agents::unsupported(sc),
         Runtime::PydanticAi => crate::pydantic_ai::unsupported(sc),
+        Runtime::LangGraph => None,
     }
 }
 
@@ -185,6 +188,7 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
         ),
         Runtime::OpenAiAgents => (crate::openai_agents::LIVE_PY, sdk_spec(sc, opts, &server)),
         Runtime::PydanticAi => (crate::pydantic_ai::LIVE_PY, sdk_spec(sc, opts, &server)),
+        Runtime::LangGraph => (LANGGRAPH_PY, sdk_spec(sc, opts, &server)),
     };
     std::fs::write(&script, text).map_err(LiveRunError::Temp)?;
     let spec_path = dir.0.join("spec.json");

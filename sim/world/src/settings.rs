@@ -16,15 +16,25 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
         return None;
     }
     let key = p.runtime.cap_key();
+    let calls = if c.max_iterations < UNLIMITED {
+        format!("{} model calls", c.max_iterations)
+    } else {
+        "no cap".into()
+    };
     Some(RuntimeSettings {
         runtime: p.runtime.package(),
-        cap: if c.max_iterations < UNLIMITED {
-            format!("{key} {} (model calls)", c.max_iterations)
-        } else {
-            format!("{key} unlimited")
+        cap: match c.cap_setting {
+            Some(v) if v != c.max_iterations => {
+                format!("{key} {v} ({calls})")
+            }
+            Some(v) => format!("{key} {v} (model calls)"),
+            None => format!("{key} unlimited"),
         },
         at_cap: match c.turn.at_cap {
             AtCap::Raise(e) => format!("raises {}", e.as_str()),
+            AtCap::RaiseDroppingLastReply(e) => {
+                format!("raises {} on the last call's reply", e.as_str())
+            }
             AtCap::MaxIterationsReached => "ends max_iterations_reached".into(),
         },
         tool_guardrails: p.tool_guardrails,

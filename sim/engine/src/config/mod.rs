@@ -62,6 +62,9 @@ pub struct EngineConfig {
     pub platform: Option<String>,
     /// The parent's iteration cap ([`UNLIMITED`] for none).
     pub max_iterations: u64,
+    /// Another runtime's cap as its own setting says it (`recursion_limit` counts graph
+    /// steps, not calls); `None` for Hermes, whose cap is `max_iterations`.
+    pub cap_setting: Option<u64>,
     pub turn: TurnRules,
     /// Guardrail settings with the platform rule applied.
     pub guardrails: GuardrailConfig,
@@ -80,6 +83,13 @@ impl EngineConfig {
             profile,
             platform: platform.map(str::to_string),
             max_iterations: p.max_iterations,
+            cap_setting: match p.runtime {
+                crate::profile::Runtime::Hermes => None,
+                crate::profile::Runtime::LangGraph => {
+                    Some(crate::profile::LANGGRAPH_CREATE_AGENT_LIMIT)
+                }
+                _ => Some(p.max_iterations),
+            },
             turn: p.turn,
             guardrails: if p.tool_guardrails {
                 GuardrailConfig::default()

@@ -22,12 +22,16 @@ const OPENAI_AGENTS: &[KeySpec] = &[key("max_turns", KeyKind::Int { min: 0 })];
 /// Pydantic AI: the fields of `UsageLimits` loopsim simulates (`usage_limits=` of `run`).
 const PYDANTIC_AI: &[KeySpec] = &[key("request_limit", KeyKind::Int { min: 0 })];
 
+/// LangGraph: the run's config (`invoke(..., config={"recursion_limit": L})`).
+const LANGGRAPH: &[KeySpec] = &[key("recursion_limit", KeyKind::Int { min: 1 })];
+
 /// The keys `runtime` reads (empty for Hermes, whose table is [`super::keys::SIMULATED`]).
 pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
     match runtime {
         Runtime::Hermes => &[],
         Runtime::OpenAiAgents => OPENAI_AGENTS,
         Runtime::PydanticAi => PYDANTIC_AI,
+        Runtime::LangGraph => LANGGRAPH,
     }
 }
 
@@ -118,6 +122,7 @@ impl EngineConfig {
             });
         }
         self.max_iterations = u64::try_from(v.max(0)).unwrap_or(u64::MAX);
+        self.cap_setting = Some(self.max_iterations);
         Ok(())
     }
 
@@ -149,6 +154,26 @@ impl EngineConfig {
             Runtime::PydanticAi => {
                 self.read_cap(root, "request_limit", "UsageLimitExceeded", file)?
             }
+            Runtime::LangGraph => {
+                if let Some(n) = root.get("recursion_limit") {
+                    let Yaml::Int(v) = n.value else {
+                        return Err(bad(n, "recursion_limit", "an integer, graph steps".into()));
+                    };
+                    if v < 1 {
+                        // LangGraph refuses it (ValueError) before the run starts.
+                        return Err(bad(
+                            n,
+                            "recursion_limit",
+                            format!("{v}: LangGraph requires at least 1"),
+                        ));
+                    }
+                    let limit = u64::try_from(v).unwrap_or(u64::MAX);
+                    let (calls, at_cap) = crate::profile::recursion_limit_cap(limit);
+                    self.max_iterations = calls;
+                    self.turn.at_cap = at_cap;
+                    self.cap_setting = Some(limit);
+                }
+            }
         }
         Ok(())
     }
@@ -178,6 +203,29 @@ mod tests {
         assert!(hermes.contains("openai-agents-0.24"), "{hermes}");
         let word = read("max_turns: ten\n").unwrap_err().to_string();
         assert!(word.contains("an integer"), "{word}");
+    }
+
+    #[test]
+    fn langgraph_reads_recursion_limit_as_graph_steps() {
+        let read = |text: &str| {
+            let root = yaml::parse(text).unwrap();
+            EngineConfig::from_node(ProfileName::LangGraph1_2, None, &root, "g.yaml")
+        };
+        let d = read("").unwrap();
+        assert_eq!((d.max_iterations, d.cap_setting), (5000, Some(9_999)));
+        let c = read("recursion_limit: 25\n").unwrap();
+        assert_eq!((c.max_iterations, c.cap_setting), (13, Some(25)));
+        assert!(matches!(
+            c.turn.at_cap,
+            crate::turn::AtCap::RaiseDroppingLastReply(_)
+        ));
+        let even = read("recursion_limit: 24\n").unwrap();
+        assert!(matches!(even.turn.at_cap, crate::turn::AtCap::Raise(_)));
+        let zero = read("recursion_limit: 0\n").unwrap_err().to_string();
+        assert!(
+            zero.contains("g.yaml:1") && zero.contains("at least 1"),
+            "{zero}"
+        );
     }
 
     #[test]

@@ -34,13 +34,16 @@ pub enum LimitError {
     UsageLimitExceeded,
     /// Pydantic AI: the model's replies used up the output retries (empty replies).
     UnexpectedModelBehavior,
+    /// LangGraph: the graph ran `recursion_limit` steps without ending.
+    GraphRecursionError,
 }
 
 impl LimitError {
-    pub const ALL: [LimitError; 3] = [
+    pub const ALL: [LimitError; 4] = [
         LimitError::MaxTurnsExceeded,
         LimitError::UsageLimitExceeded,
         LimitError::UnexpectedModelBehavior,
+        LimitError::GraphRecursionError,
     ];
 
     /// The exception's class name, as the runtime raises it.
@@ -49,6 +52,7 @@ impl LimitError {
             LimitError::MaxTurnsExceeded => "MaxTurnsExceeded",
             LimitError::UsageLimitExceeded => "UsageLimitExceeded",
             LimitError::UnexpectedModelBehavior => "UnexpectedModelBehavior",
+            LimitError::GraphRecursionError => "GraphRecursionError",
         }
     }
 }

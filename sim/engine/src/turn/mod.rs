@@ -67,6 +67,9 @@ pub enum AtCap {
     MaxIterationsReached,
     /// The runtime raises: the run ends with no final answer and no further call.
     Raise(LimitError),
+    /// The runtime raises right after the cap's last call, before acting on its reply (its
+    /// tool calls do not run, its text is no answer): LangGraph with an odd recursion limit.
+    RaiseDroppingLastReply(LimitError),
 }
 
 impl TurnRules {
@@ -243,6 +246,20 @@ impl TurnGovernor {
         Step::Call { tools: true }
     }
 
+    /// Whether the runtime ends the run on the reply of the call just made, before acting on
+    /// it ([`AtCap::RaiseDroppingLastReply`]): then the turn is over with the limit's exception.
+    pub fn drops_reply(&mut self) -> bool {
+        let AtCap::RaiseDroppingLastReply(e) = self.rules.at_cap else {
+            return false;
+        };
+        if self.api_call_count < self.max_iterations {
+            return false;
+        }
+        self.exit = ExitReason::Raised(e);
+        self.failed = true;
+        true
+    }
+
     /// The model answered with text: the turn is over.
     pub fn text_reply(&mut self, finish: FinishReason) {
         self.exit = ExitReason::TextResponse(finish);
@@ -368,7 +385,7 @@ impl TurnGovernor {
                     };
                     summary_call = self.rules.grace == GraceMode::SummaryCall;
                 }
-                AtCap::Raise(e) => {
+                AtCap::Raise(e) | AtCap::RaiseDroppingLastReply(e) => {
                     self.exit = ExitReason::Raised(e);
                     self.failed = true;
                 }
@@ -524,6 +541,49 @@ mod tests {
             g.finish().exit_reason.to_string(),
             "raised(UsageLimitExceeded)"
         );
+    }
+
+    #[test]
+    fn langgraph_counts_graph_steps_and_an_odd_limit_drops_the_last_reply() {
+        use crate::profile::recursion_limit_cap;
+        let base = crate::profile::Profile::get(crate::profile::ProfileName::LangGraph1_2).turn;
+        // (limit, model calls, tool rounds run): the model at odd steps, its tools at even.
+        for (limit, calls, rounds) in [(1, 1, 0), (2, 1, 1), (6, 3, 3), (7, 4, 3), (25, 13, 12)] {
+            let (max, at_cap) = recursion_limit_cap(limit);
+            let mut g = TurnGovernor::new(TurnRules { at_cap, ..base }, max);
+            let (mut made, mut ran) = (0, 0);
+            while let Step::Call { .. } = g.begin_iteration(false) {
+                made += 1;
+                if g.drops_reply() {
+                    break;
+                }
+                g.tool_round(["terminal"], false);
+                ran += 1;
+            }
+            assert_eq!((made, ran), (calls, rounds), "recursion_limit {limit}");
+            assert_eq!(
+                g.finish().exit_reason.to_string(),
+                "raised(GraphRecursionError)"
+            );
+        }
+        // An even limit's last call may answer; an odd one's answer comes one step too late.
+        let (max, at_cap) = recursion_limit_cap(4);
+        let mut g = TurnGovernor::new(TurnRules { at_cap, ..base }, max);
+        g.begin_iteration(false);
+        g.tool_round(["terminal"], false);
+        g.begin_iteration(false);
+        assert!(!g.drops_reply());
+        g.text_reply(FinishReason::Stop);
+        assert_eq!(
+            g.finish().exit_reason.to_string(),
+            "text_response(finish_reason=stop)"
+        );
+        let (max, at_cap) = recursion_limit_cap(3);
+        let mut g = TurnGovernor::new(TurnRules { at_cap, ..base }, max);
+        g.begin_iteration(false);
+        g.tool_round(["terminal"], false);
+        g.begin_iteration(false);
+        assert!(g.drops_reply());
     }
 
     #[test]

@@ -10,6 +10,11 @@ impl<'s> World<'s> {
             return;
         }
         self.agents[a].last_activity = self.sched.now();
+        if self.agents[a].gov.drops_reply() {
+            // The runtime raised at its limit before acting on this reply.
+            self.end_turn(a);
+            return;
+        }
         let plan = self.agents[a].plan.expect("a plan");
         match plan {
             Reply::Answer => {
