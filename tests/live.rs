@@ -165,6 +165,12 @@ fn every_scenario_has_a_status_under(sdk: &Sdk, min_identical: usize) {
         );
         match status.as_str() {
             "identical" => assert_eq!(o.status.code(), Some(0), "{name}: {}", output_text(&o)),
+            // Expressible, but too many calls to run live on every CI run: the reason says
+            // where its mechanism is proved instead.
+            "too long live" => {
+                assert_eq!(o.status.code(), Some(0), "{name}: {}", output_text(&o));
+                assert!(reason.contains("proved live on"), "{name}: {reason}");
+            }
             "not expressible" => {
                 assert_eq!(o.status.code(), Some(2), "{name}");
                 let text = output_text(&o);
@@ -185,10 +191,10 @@ fn every_scenario_has_a_status_under(sdk: &Sdk, min_identical: usize) {
 }
 
 #[test]
-fn every_scenario_has_a_status_under_the_openai_agents_sdk_and_pydantic_ai() {
+fn every_scenario_has_a_status_under_each_agent_sdk() {
     every_scenario_has_a_status_under(&OPENAI_AGENTS, 31);
     every_scenario_has_a_status_under(&PYDANTIC_AI, 31);
-    every_scenario_has_a_status_under(&LANGGRAPH, 31);
+    every_scenario_has_a_status_under(&LANGGRAPH, 30);
 }
 
 /// The SDK's live suite: every `identical` scenario of its table through its real loop,
@@ -320,6 +326,36 @@ fn the_pydantic_ai_live_suite_matches_its_simulation_event_for_event() {
 }
 
 #[test]
+fn a_python_without_the_sdk_is_a_clear_error() {
+    // The system's Python has none of the SDKs (the tests install them into venvs of their own).
+    for (runtime, name) in [
+        ("openai-agents", "the OpenAI Agents SDK"),
+        ("pydantic-ai", "Pydantic AI"),
+        ("langgraph", "LangGraph"),
+    ] {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "diff",
+                "scenarios/two-call-cycle.toml",
+                "--live",
+                &format!("{runtime}=python3"),
+            ],
+        );
+        let text = output_text(&o);
+        if text.contains("cannot start it") {
+            eprintln!("SKIPPED a_python_without_the_sdk_is_a_clear_error: no python3");
+            return;
+        }
+        assert_eq!(o.status.code(), Some(2), "{runtime}: {text}");
+        assert!(
+            text.contains(&format!("{name} is not importable")),
+            "{runtime}: {text}"
+        );
+    }
+}
+
+#[test]
 fn loopsim_live_writes_a_trace_and_a_report_of_the_real_run() {
     let Some(py) = hermes_live_python_or_skip("loopsim live") else {
         return;
@@ -429,13 +465,8 @@ fn a_runtime_that_hangs_is_killed_at_the_timeout_with_its_whole_process_group() 
 fn bad_runtime_and_listen_values_are_errors() {
     for (args, want) in [
         (
-            vec![
-                "diff",
-                "scenarios/two-call-cycle.toml",
-                "--live",
-                "langgraph",
-            ],
-            "--runtime `langgraph`",
+            vec!["diff", "scenarios/two-call-cycle.toml", "--live", "crewai"],
+            "--runtime `crewai`",
         ),
         (
             vec![
@@ -457,6 +488,18 @@ fn bad_runtime_and_listen_values_are_errors() {
                 "hermes-main",
             ],
             "--profile hermes-main is a hermes profile",
+        ),
+        // Nor is it served to any runtime.
+        (
+            vec![
+                "serve",
+                "scenarios/live-delegation.toml",
+                "--profile",
+                "pydantic-ai-2.68",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "which pydantic-ai-2.68 cannot express",
         ),
         // What the SDK cannot express is refused before any Python is looked for.
         (

@@ -195,6 +195,39 @@ fn a_sweep_over_a_runtimes_own_knob_recommends_the_cap_that_spares_the_healthy_r
     let md = std::fs::read_to_string(t.join("summary.md")).unwrap();
     // 20 stops the loop soonest but also the 41-call healthy run; 45 is the best that spares it.
     assert!(md.contains("**Recommended:** `request_limit=45`"), "{md}");
+    // One sweep over two SDKs and a Hermes profile, with a Hermes config file: each runtime
+    // takes the keys it reads, and says which it does not.
+    let h = t.join("h.yaml");
+    std::fs::write(&h, "agent:\n  max_turns: 30\n").unwrap();
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/healthy-research-40-searches.toml",
+            "--profiles",
+            "hermes-main,openai-agents-0.24,pydantic-ai-2.68",
+            "--grid",
+            "request_limit=20,60",
+            "--config",
+            h.to_str().unwrap(),
+            "--seeds",
+            "0..2",
+            "--out",
+            t.join("mixed").to_str().unwrap(),
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("changes nothing for healthy-research-40-searches under hermes-main, healthy-research-40-searches under openai-agents-0.24"),
+        "{text}"
+    );
+    let md = std::fs::read_to_string(t.join("mixed/summary.md")).unwrap();
+    // Hermes main ran under the file's cap of 30: the 41-call healthy run hit it.
+    assert!(
+        md.contains("| request_limit=20 | pydantic-ai-2.68 |"),
+        "{md}"
+    );
     // A Hermes knob changes nothing under a runtime without Hermes's guardrails: an error.
     let o = loopsim_in(
         &root(),
@@ -209,7 +242,12 @@ fn a_sweep_over_a_runtimes_own_knob_recommends_the_cap_that_spares_the_healthy_r
             t.join("h").to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("not a setting openai-agents-0.24 reads") || text.contains("changes"),
+        "{text}"
+    );
 }
 
 #[test]

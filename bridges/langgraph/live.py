@@ -22,104 +22,25 @@ what the model sees is unchanged. A callback counts the model calls and, once th
 stopped, ends the run before the next one. Each run's end (its final message, or the exception
 it raised) and its model calls are posted to loopsim's event endpoint.
 
-Exit codes: 0 the run finished; 2 bad input or LangGraph missing; 3 a connection off loopback
-was attempted; 4 LangGraph raised something other than its recursion limit.
+What every bridge shares (the spec, the loopback guard, the endpoints, the exit codes) is
+`bridges/sdk_bridge.py`.
 """
 
-import asyncio
-import json
-import os
-import sys
-import urllib.request
+import sdk_bridge
 
-EXIT_BAD_INPUT = 2
-EXIT_NETWORK = 3
-EXIT_RUNTIME = 4
-
-
-def fail(code, message):
-    print(f"live.py: {message}", file=sys.stderr)
-    sys.exit(code)
-
-
-if len(sys.argv) != 2:
-    fail(EXIT_BAD_INPUT, "usage: live.py SPEC.json")
-try:
-    with open(sys.argv[1], encoding="utf-8") as f:
-        SPEC = json.load(f)
-    SERVER = SPEC["server"].rstrip("/")
-    MODEL = SPEC["model"]
-    TOOLS = list(SPEC["tools"])
-except (OSError, ValueError, KeyError, TypeError) as e:
-    fail(EXIT_BAD_INPUT, f"{sys.argv[1]}: {e}")
-
-# --- nothing leaves loopback ----------------------------------------------------------------
-OFF_LOOPBACK = []
-
-
-def _is_loopback(host):
-    return host in ("localhost", "::1") or str(host).startswith("127.")
-
-
-def _audit(event, args):
-    if event == "socket.connect":
-        addr = args[1]
-        if isinstance(addr, tuple) and not _is_loopback(addr[0]):
-            OFF_LOOPBACK.append(str(addr))
-            raise ConnectionRefusedError(f"loopsim live: {addr} is not loopback")
-    elif event == "socket.getaddrinfo":
-        host = args[0]
-        if host is not None and not _is_loopback(host) and not str(host).replace(".", "").isdigit():
-            OFF_LOOPBACK.append(str(host))
-            raise ConnectionRefusedError(f"loopsim live: {host} is not loopback")
-    elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
-        raise PermissionError(f"loopsim live: {event} refused (no real tool runs)")
-
-
-for key in list(os.environ):
-    if key.endswith("_API_KEY") or key in ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
-        os.environ.pop(key, None)
-os.environ["NO_PROXY"] = "*"
-for key in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"):
-    os.environ[key] = "false"
-
-
-def post(path, body):
-    req = urllib.request.Request(
-        SERVER + path, data=json.dumps(body).encode(), method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return json.loads(resp.read())
-
-
-sys.addaudithook(_audit)
+SPEC = sdk_bridge.start({k: "false" for k in (
+    "LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING")})
 
 try:
-    from langchain.agents import create_agent  # noqa: E402
-    from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
-    from langchain_core.messages import ToolMessage  # noqa: E402
-    from langchain_core.tools import BaseTool  # noqa: E402
-    from langchain_openai import ChatOpenAI  # noqa: E402
-    from langgraph.errors import GraphRecursionError  # noqa: E402
+    from langchain.agents import create_agent
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool
+    from langchain_openai import ChatOpenAI
+    from langgraph.errors import GraphRecursionError
 except ImportError as e:
-    fail(EXIT_BAD_INPUT, f"LangGraph is not importable with {sys.executable}: {e} "
-                         "(pip install langchain langgraph langchain-openai)")
+    sdk_bridge.missing("LangGraph", "langchain langgraph langchain-openai", e)
 
-
-def sdk_version():
-    try:
-        from importlib.metadata import version
-        return version("langgraph")
-    except Exception:
-        return "unknown"
-
-
-def report(kind, **fields):
-    post("/loopsim/v1/event", dict(fields, kind=kind, agent="parent"))
-
-
-# --- the scenario's tools, each asking loopsim ------------------------------------------------
 STOP = {"requested": False}
 
 
@@ -133,12 +54,10 @@ class ScenarioTool(BaseTool):
     args_schema: dict = {"type": "object", "additionalProperties": True}
 
     def _answer(self, call):
-        # Blocking on purpose: the reply's calls reach loopsim in the order they were started.
-        answer = post("/loopsim/v1/tool",
-                      {"id": call.get("id"), "tool": self.name, "args": call.get("args") or {}})
-        if answer.get("interrupt"):
+        result, stop = sdk_bridge.tool_result(call.get("id"), self.name, call.get("args") or {})
+        if stop:
             STOP["requested"] = True
-        return ToolMessage(content=answer["result"], tool_call_id=call.get("id"), name=self.name)
+        return ToolMessage(content=result, tool_call_id=call.get("id"), name=self.name)
 
     def invoke(self, input, config=None, **kwargs):
         return self._answer(input)
@@ -180,15 +99,16 @@ async def run_turn(agent, messages, cap):
     except UserStop:
         exit_reason = "interrupted_by_user"
         after = messages
-    report("turn_end", detail=exit_reason, budget_used=counter.calls, api_calls=counter.calls)
+    sdk_bridge.report("turn_end", detail=exit_reason, budget_used=counter.calls,
+                      api_calls=counter.calls)
     return exit_reason, list(after)
 
 
 async def main():
-    model = ChatOpenAI(model=MODEL, base_url=SERVER + "/v1", api_key="loopsim")
+    model = ChatOpenAI(model=SPEC["model"], base_url=sdk_bridge.SERVER + "/v1", api_key="loopsim")
     agent = create_agent(
         model,
-        tools=[ScenarioTool(name=t, description=f"The scenario's {t} tool.") for t in TOOLS],
+        tools=[ScenarioTool(name=t, description=f"The scenario's {t} tool.") for t in SPEC["tools"]],
         system_prompt="You are the agent of a loopsim scenario.",
     )
     turns = []
@@ -200,14 +120,4 @@ async def main():
     return turns
 
 
-try:
-    TURNS = asyncio.run(main())
-except SystemExit:
-    raise
-except BaseException as e:  # noqa: BLE001 (the harness reports whatever LangGraph raised)
-    if OFF_LOOPBACK:
-        fail(EXIT_NETWORK, f"connections off loopback were attempted: {OFF_LOOPBACK}")
-    fail(EXIT_RUNTIME, f"LangGraph raised {type(e).__name__}: {e}")
-if OFF_LOOPBACK:
-    fail(EXIT_NETWORK, f"connections off loopback were attempted: {OFF_LOOPBACK}")
-print(json.dumps({"ok": True, "version": sdk_version(), "turns": TURNS}))
+sdk_bridge.finish(main(), "LangGraph", "langgraph")

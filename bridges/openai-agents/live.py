@@ -21,103 +21,26 @@ reply's order (the SDK starts them in that order); what the model sees is unchan
 run's end (its final output, or the exception it raised) and its model calls are posted to
 loopsim's event endpoint.
 
-Exit codes: 0 the run finished; 2 bad input or the SDK missing; 3 a connection off loopback
-was attempted; 4 the SDK raised something other than its turn limit.
+What every bridge shares (the spec, the loopback guard, the endpoints, the exit codes) is
+`bridges/sdk_bridge.py`.
 """
 
-import asyncio
 import json
-import os
-import sys
-import urllib.request
 
-EXIT_BAD_INPUT = 2
-EXIT_NETWORK = 3
-EXIT_RUNTIME = 4
+import sdk_bridge
 
-
-def fail(code, message):
-    print(f"live.py: {message}", file=sys.stderr)
-    sys.exit(code)
-
-
-if len(sys.argv) != 2:
-    fail(EXIT_BAD_INPUT, "usage: live.py SPEC.json")
-try:
-    with open(sys.argv[1], encoding="utf-8") as f:
-        SPEC = json.load(f)
-    SERVER = SPEC["server"].rstrip("/")
-    MODEL = SPEC["model"]
-    TOOLS = list(SPEC["tools"])
-except (OSError, ValueError, KeyError, TypeError) as e:
-    fail(EXIT_BAD_INPUT, f"{sys.argv[1]}: {e}")
-
-# --- nothing leaves loopback ----------------------------------------------------------------
-OFF_LOOPBACK = []
-
-
-def _is_loopback(host):
-    return host in ("localhost", "::1") or str(host).startswith("127.")
-
-
-def _audit(event, args):
-    if event == "socket.connect":
-        addr = args[1]
-        if isinstance(addr, tuple) and not _is_loopback(addr[0]):
-            OFF_LOOPBACK.append(str(addr))
-            raise ConnectionRefusedError(f"loopsim live: {addr} is not loopback")
-    elif event == "socket.getaddrinfo":
-        host = args[0]
-        if host is not None and not _is_loopback(host) and not str(host).replace(".", "").isdigit():
-            OFF_LOOPBACK.append(str(host))
-            raise ConnectionRefusedError(f"loopsim live: {host} is not loopback")
-    elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
-        raise PermissionError(f"loopsim live: {event} refused (no real tool runs)")
-
-
-for key in list(os.environ):
-    if key.endswith("_API_KEY") or key in ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
-        os.environ.pop(key, None)
-os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
-os.environ["NO_PROXY"] = "*"
-
-
-def post(path, body):
-    req = urllib.request.Request(
-        SERVER + path, data=json.dumps(body).encode(), method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return json.loads(resp.read())
-
-
-sys.addaudithook(_audit)
+SPEC = sdk_bridge.start({"OPENAI_AGENTS_DISABLE_TRACING": "1"})
 
 try:
-    from openai import AsyncOpenAI  # noqa: E402
-    from agents import (  # noqa: E402
+    from openai import AsyncOpenAI
+    from agents import (
         Agent, FunctionTool, MaxTurnsExceeded, OpenAIChatCompletionsModel, RunHooks, Runner,
         set_tracing_disabled,
     )
 except ImportError as e:
-    fail(EXIT_BAD_INPUT, f"the OpenAI Agents SDK is not importable with {sys.executable}: {e} "
-                         "(pip install openai-agents)")
+    sdk_bridge.missing("the OpenAI Agents SDK", "openai-agents", e)
 set_tracing_disabled(True)
 
-
-def sdk_version():
-    try:
-        from importlib.metadata import version
-        return version("openai-agents")
-    except Exception:
-        return "unknown"
-
-
-def report(kind, **fields):
-    post("/loopsim/v1/event", dict(fields, kind=kind, agent="parent"))
-
-
-# --- the scenario's tools, each asking loopsim ------------------------------------------------
 STOP = {"requested": False, "run": None}
 
 
@@ -127,13 +50,12 @@ def make_tool(name):
             args = json.loads(args_text) if args_text else {}
         except ValueError:
             args = args_text
-        # Blocking on purpose: the reply's calls reach loopsim in the order the SDK started them.
-        answer = post("/loopsim/v1/tool", {"id": ctx.tool_call_id, "tool": name, "args": args})
-        if answer.get("interrupt") and STOP["run"] is not None:
+        result, stop = sdk_bridge.tool_result(ctx.tool_call_id, name, args)
+        if stop and STOP["run"] is not None:
             # The user's stop: the SDK finishes this turn's tools, then makes no further call.
             STOP["requested"] = True
             STOP["run"].cancel(mode="after_turn")
-        return answer["result"]
+        return result
 
     return FunctionTool(
         name=name,
@@ -175,17 +97,18 @@ async def run_turn(agent, items, max_turns):
         history = None
     finally:
         STOP["run"] = None
-    report("turn_end", detail=exit_reason, budget_used=hooks.calls, api_calls=hooks.calls)
+    sdk_bridge.report("turn_end", detail=exit_reason, budget_used=hooks.calls,
+                      api_calls=hooks.calls)
     return exit_reason, history
 
 
 async def main():
-    client = AsyncOpenAI(base_url=SERVER + "/v1", api_key="loopsim")
+    client = AsyncOpenAI(base_url=sdk_bridge.SERVER + "/v1", api_key="loopsim")
     agent = Agent(
         name="parent",
         instructions="You are the agent of a loopsim scenario.",
-        model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client),
-        tools=[make_tool(t) for t in TOOLS],
+        model=OpenAIChatCompletionsModel(model=SPEC["model"], openai_client=client),
+        tools=[make_tool(t) for t in SPEC["tools"]],
     )
     turns = []
     history = []
@@ -199,14 +122,4 @@ async def main():
     return turns
 
 
-try:
-    TURNS = asyncio.run(main())
-except SystemExit:
-    raise
-except BaseException as e:  # noqa: BLE001 (the harness reports whatever the SDK raised)
-    if OFF_LOOPBACK:
-        fail(EXIT_NETWORK, f"connections off loopback were attempted: {OFF_LOOPBACK}")
-    fail(EXIT_RUNTIME, f"the OpenAI Agents SDK raised {type(e).__name__}: {e}")
-if OFF_LOOPBACK:
-    fail(EXIT_NETWORK, f"connections off loopback were attempted: {OFF_LOOPBACK}")
-print(json.dumps({"ok": True, "version": sdk_version(), "turns": TURNS}))
+sdk_bridge.finish(main(), "the OpenAI Agents SDK", "openai-agents")

@@ -56,7 +56,7 @@ pub struct LiveRuntime {
     pub profile: ProfileName,
 }
 
-/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents.
+/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents, pydantic-ai, langgraph.
 pub fn parse_runtime(s: &str) -> Result<LiveRuntime> {
     let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
     let names: Vec<&str> = LIVE_RUNTIMES.iter().map(|r| r.0.as_str()).collect();
@@ -457,7 +457,10 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
         .map_err(|e| anyhow::anyhow!("--listen {listen}: expected 127.0.0.1:PORT ({e})"))?;
     let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
     let profile = args.profile.unwrap_or(LIVE_PROFILE);
-    if let Some(why) = bridge_run::unsupported(sc, profile.runtime()) {
+    if let Some(why) = sc
+        .unsupported_under(profile)
+        .or_else(|| bridge_run::unsupported(sc, profile.runtime()))
+    {
         bail!(why);
     }
     let rules = loopsim_engine::profile::Profile::get(profile).guardrails;

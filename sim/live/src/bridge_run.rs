@@ -44,7 +44,7 @@ pub struct LiveRun {
     pub wall: WallDuration,
     /// The runtime's package version that ran (`unknown` for a checkout without metadata).
     pub version: String,
-    /// Each parent turn's exit reason, as Hermes returned it.
+    /// Each parent turn's exit reason, as the runtime's bridge reported it.
     pub turns: Vec<String>,
 }
 
@@ -113,27 +113,31 @@ pub fn user_turns(sc: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// What the SDK bridges share, as committed in `bridges/sdk_bridge.py`.
+pub const SDK_BRIDGE_PY: &str = include_str!("../../../bridges/sdk_bridge.py");
+
 /// The LangGraph bridge, as committed in `bridges/langgraph/live.py`.
 pub const LANGGRAPH_PY: &str = include_str!("../../../bridges/langgraph/live.py");
 
 /// The spec of a bridge to an agent SDK (every runtime but Hermes): where loopsim is, the
 /// scenario's tools, the run's cap in the runtime's setting (`cap`), the task, the later turns,
 /// and whether a user's stop must be able to cancel the run.
-pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Value {
+pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Result<Value, LiveRunError> {
     let cap = sc
         .engine_config_over(opts.profile, None, opts.config.as_deref())
-        .ok()
-        .and_then(|c| c.cap_setting);
-    serde_json::json!({
+        .map_err(|e| LiveRunError::Unsupported(e.to_string()))?
+        .cap_setting;
+    // A stop anywhere (a later turn, a background result's turn) needs the cancellable run.
+    let user_stops = sc.file.human.interrupt_at_s.is_some() || sc.steps().any(|s| s.user_stop);
+    Ok(serde_json::json!({
         "server": server,
         "model": sc.file.agents["parent"].model.get_ref(),
         "tools": sc.file.tools.keys().collect::<Vec<_>>(),
         "cap": cap,
         "task": task(sc),
         "user_turns": user_turns(sc),
-        "streamed": sc.file.human.interrupt_at_s.is_some()
-            || sc.file.agents.values().flat_map(|a| &a.script).any(|s| s.user_stop),
-    })
+        "streamed": user_stops,
+    }))
 }
 
 /// What a scenario asks of `runtime` live that its bridge cannot do yet, if anything.
@@ -186,11 +190,15 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
             crate::hermes::LIVE_PY,
             crate::hermes::spec(sc, opts, &server, &handle.base_url()),
         ),
-        Runtime::OpenAiAgents => (crate::openai_agents::LIVE_PY, sdk_spec(sc, opts, &server)),
-        Runtime::PydanticAi => (crate::pydantic_ai::LIVE_PY, sdk_spec(sc, opts, &server)),
-        Runtime::LangGraph => (LANGGRAPH_PY, sdk_spec(sc, opts, &server)),
+        Runtime::OpenAiAgents => (crate::openai_agents::LIVE_PY, sdk_spec(sc, opts, &server)?),
+        Runtime::PydanticAi => (crate::pydantic_ai::LIVE_PY, sdk_spec(sc, opts, &server)?),
+        Runtime::LangGraph => (LANGGRAPH_PY, sdk_spec(sc, opts, &server)?),
     };
     std::fs::write(&script, text).map_err(LiveRunError::Temp)?;
+    if opts.runtime != Runtime::Hermes {
+        // What the SDK bridges share; Python finds it beside the script.
+        std::fs::write(dir.0.join("sdk_bridge.py"), SDK_BRIDGE_PY).map_err(LiveRunError::Temp)?;
+    }
     let spec_path = dir.0.join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).map_err(LiveRunError::Temp)?;
     let started = WallInstant::now();

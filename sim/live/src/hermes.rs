@@ -97,13 +97,7 @@ pub fn spec(
     server: &str,
     base_url: &str,
 ) -> Value {
-    let background = sc.file.agents.values().any(|a| {
-        a.script
-            .iter()
-            .chain(&a.on_result)
-            .chain(a.turns.iter().flat_map(|t| &t.script))
-            .any(|s| s.delegate.is_some())
-    });
+    let background = sc.steps().any(|s| s.delegate.is_some());
     json!({
         "server": server,
         "model": sc.file.agents["parent"].model.get_ref(),

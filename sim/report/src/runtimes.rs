@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use loopsim_engine::turn::ExitReason;
+
 use crate::metrics::RunMetrics;
 
 /// How one run under one profile ended, as the comparison sees it.
@@ -53,17 +55,21 @@ pub struct Comparison {
     pub rerun: String,
 }
 
-/// Whether a run's end was the governance's doing: the exit reasons a limit produces, or a
-/// guardrail stop in a run that did not end by answering.
+/// Whether the governance stopped the run: a halt, another runtime's raised limit in any
+/// turn (the run's first stop), or a cap that ended its last turn.
 pub fn stopped_by(m: &RunMetrics) -> Option<String> {
     let exit = m.exit_reason.as_str();
-    if exit == "guardrail_halt" && !m.stop_code.is_empty() {
+    let raised =
+        ExitReason::parse(&m.stop_code).is_some_and(|r| matches!(r, ExitReason::Raised(_)));
+    if raised || (exit == "guardrail_halt" && !m.stop_code.is_empty()) {
         return Some(m.stop_code.clone());
     }
-    (exit.starts_with("raised(")
-        || exit.starts_with("max_iterations_reached(")
-        || exit == "guardrail_halt")
-        .then(|| exit.to_string())
+    match ExitReason::parse(exit) {
+        Some(ExitReason::MaxIterationsReached { .. } | ExitReason::GuardrailHalt) => {
+            Some(exit.to_string())
+        }
+        _ => None,
+    }
 }
 
 /// `N` of `max_iterations_reached(N/M)`.
@@ -216,7 +222,12 @@ mod tests {
     #[test]
     fn a_limit_or_a_halt_is_a_stop_and_an_answer_is_not() {
         assert_eq!(
-            stopped_by(&m("raised(MaxTurnsExceeded)", "", 10)).as_deref(),
+            stopped_by(&m(
+                "raised(MaxTurnsExceeded)",
+                "raised(MaxTurnsExceeded)",
+                10
+            ))
+            .as_deref(),
             Some("raised(MaxTurnsExceeded)")
         );
         assert_eq!(
@@ -233,6 +244,16 @@ mod tests {
             None
         );
         assert_eq!(stopped_by(&m("interrupted_by_user", "", 74)), None);
+        // A raise in an earlier turn is the run's stop, whatever its last turn did.
+        assert_eq!(
+            stopped_by(&m(
+                "text_response(finish_reason=stop)",
+                "raised(MaxTurnsExceeded)",
+                15
+            ))
+            .as_deref(),
+            Some("raised(MaxTurnsExceeded)")
+        );
         let c = Comparison {
             profiles: vec!["a".into(), "b".into()],
             rows: vec![Row {

@@ -8,7 +8,7 @@
 use loopsim_engine::config::keys::{self, KeyProblem, Scope};
 use loopsim_engine::config::{ConfigError, ConfigNote, EngineConfig};
 use loopsim_engine::hash::Hash;
-use loopsim_engine::profile::ProfileName;
+use loopsim_engine::profile::{ProfileName, Runtime};
 use loopsim_engine::yaml::{self, Node, Yaml};
 
 /// A warning about an input: where, which key, and what loopsim did.
@@ -162,6 +162,31 @@ impl UserConfig {
         Ok((cfg, all))
     }
 
+    /// The file's part that `runtime` reads, for commands that run several runtimes with one
+    /// file: another runtime's top-level settings are left to it (Hermes keeps every other key,
+    /// and warns of those as usual).
+    pub fn for_runtime(&self, runtime: Runtime) -> UserConfig {
+        let Yaml::Map(pairs) = &self.root.value else {
+            return self.clone();
+        };
+        let name = |k: &Node| match &k.value {
+            Yaml::Str(s) => Some(s.clone()),
+            _ => None,
+        };
+        let keep = |k: &Node| match (runtime, name(k)) {
+            (Runtime::Hermes, Some(n)) => {
+                loopsim_engine::config::runtime::reads(Runtime::Hermes, &n)
+                    || loopsim_engine::config::runtime::lookup(&n).is_none()
+            }
+            (Runtime::Hermes, None) => true,
+            (r, Some(n)) => loopsim_engine::config::runtime::reads(r, &n),
+            (_, None) => false,
+        };
+        let mut u = self.clone();
+        u.root.value = Yaml::Map(pairs.iter().filter(|(k, _)| keep(k)).cloned().collect());
+        u
+    }
+
     /// Whether the file is empty (a bare document): it changes nothing.
     pub fn is_empty(&self) -> bool {
         self.root.value == Yaml::Null
@@ -177,7 +202,17 @@ pub fn run_warnings(
     user: Option<&UserConfig>,
 ) -> Result<Vec<Diagnostic>, ConfigError> {
     let mut all: Vec<Diagnostic> = Vec::new();
+    let first = runs.first().map(|r| r.1.runtime());
+    let mixed = runs.iter().any(|r| Some(r.1.runtime()) != first);
     for (i, (sc, profile)) in runs.iter().enumerate() {
+        let part = user.map(|u| {
+            if mixed {
+                u.for_runtime(profile.runtime())
+            } else {
+                u.clone()
+            }
+        });
+        let user = part.as_ref();
         if let Some(u) = user {
             if !runs[..i].iter().any(|r| r.1 == *profile) {
                 all.extend(u.key_warnings(*profile));

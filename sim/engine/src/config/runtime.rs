@@ -35,6 +35,14 @@ pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
     }
 }
 
+/// Whether `runtime` reads the setting `path` (Hermes: one of its simulated keys).
+pub fn reads(runtime: Runtime, path: &str) -> bool {
+    match runtime {
+        Runtime::Hermes => super::keys::lookup(path).is_some(),
+        r => keys(r).iter().any(|k| k.path == path),
+    }
+}
+
 /// The setting `path` of any runtime other than Hermes.
 pub fn lookup(path: &str) -> Option<&'static KeySpec> {
     Runtime::ALL

@@ -46,6 +46,12 @@ impl LimitError {
         LimitError::GraphRecursionError,
     ];
 
+    /// Whether the exception is the runtime's limit on the loop (its governance), not its
+    /// giving up on the model's replies.
+    pub fn is_limit(self) -> bool {
+        !matches!(self, LimitError::UnexpectedModelBehavior)
+    }
+
     /// The exception's class name, as the runtime raises it.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -365,13 +365,17 @@ impl TurnGovernor {
         let exhausted =
             self.api_call_count >= self.max_iterations || self.budget.remaining() <= self.reserve;
         let mut summary_call = false;
-        if self.last_reply_empty && matches!(self.exit, ExitReason::BudgetExhausted) {
+        // Hermes's rules for a loop that stopped on an empty reply; another runtime's cap
+        // raises whatever the last reply was.
+        let hermes_cap = self.rules.at_cap == AtCap::MaxIterationsReached;
+        let last_reply_empty = self.last_reply_empty && hermes_cap;
+        if last_reply_empty && matches!(self.exit, ExitReason::BudgetExhausted) {
             // The loop stopped on an empty reply: Hermes's final response is an empty string,
             // not none, so its finalizer neither rewrites the reason nor asks for a summary.
             self.exit = ExitReason::Unknown;
         }
         if !self.final_answer
-            && !self.last_reply_empty
+            && !last_reply_empty
             && exhausted
             && !self.interrupted
             && !self.failed
@@ -534,6 +538,17 @@ mod tests {
         );
         assert_eq!(end.api_calls, 3);
         assert!(!end.summary_call);
+        // An empty reply at the last allowed request: its retry would pass the limit.
+        let mut g = TurnGovernor::new(rules, 2);
+        g.begin_iteration(false);
+        g.tool_round(["terminal"], false);
+        g.begin_iteration(false);
+        assert_eq!(g.empty_reply(true), EmptyReply::Retry);
+        assert_eq!(g.begin_iteration(false), Step::Exit);
+        assert_eq!(
+            g.finish().exit_reason.to_string(),
+            "raised(UsageLimitExceeded)"
+        );
         // request_limit: fifty requests, then UsageLimitExceeded before the fifty-first.
         let mut g = TurnGovernor::new(rules, 50);
         assert_eq!(run_tools(&mut g, "execute_code"), 50);

@@ -333,13 +333,7 @@ fn why_unchanged(
 ) -> String {
     let spec = spec_of(&axis.key).expect("checked at parse");
     let runtime = profile.runtime();
-    let runtime_reads = match runtime {
-        loopsim_engine::profile::Runtime::Hermes => keys::lookup(&axis.key).is_some(),
-        r => loopsim_engine::config::runtime::keys(r)
-            .iter()
-            .any(|k| k.path == axis.key),
-    };
-    if !runtime_reads {
+    if !loopsim_engine::config::runtime::reads(runtime, &axis.key) {
         return format!(
             "{profile} does not read `{}` (not a setting of {})",
             axis.key,

@@ -2,7 +2,7 @@
 //! with a user's `config.yaml` or a sweep setting laid over them.
 
 use loopsim_engine::config::keys::{self, KeyProblem, Scope};
-use loopsim_engine::config::{ConfigError, EngineConfig};
+use loopsim_engine::config::{ConfigError, EngineConfig, runtime};
 use loopsim_engine::profile::{ProfileName, Runtime};
 use loopsim_engine::yaml::{KeyIndex, Node, Yaml};
 
@@ -95,25 +95,22 @@ impl Scenario {
             return Err(bad("not a dotted key".into()));
         }
         let mut s = self.clone();
-        // The key goes where a runtime reads it: the scenario's own settings, the settings for
-        // other runtimes, or both (`max_turns` is Hermes's legacy cap and the SDK's).
+        // The key goes where a runtime reads it: the scenario's own settings, each other
+        // runtime's, or both (`max_turns` is Hermes's legacy cap and the SDK's).
         let own = self.profile.runtime();
-        let hermes_reads = keys::lookup(key).is_some();
-        let reads = |r: Runtime| match r {
-            Runtime::Hermes => hermes_reads,
-            other => loopsim_engine::config::runtime::keys(other)
-                .iter()
-                .any(|k| k.path == key),
-        };
-        let others = Runtime::ALL.into_iter().filter(|&r| r != own).any(reads);
-        if reads(own) || !others {
+        let others: Vec<Runtime> = Runtime::ALL
+            .into_iter()
+            .filter(|&r| r != own && runtime::reads(r, key))
+            .collect();
+        if runtime::reads(own, key) || others.is_empty() {
             set_path(&mut s.config_node, &parts, value.clone()).map_err(bad)?;
         }
-        if others {
-            if s.foreign_config.value == Yaml::Null {
-                s.foreign_config.value = Yaml::Map(Vec::new());
-            }
-            set_path(&mut s.foreign_config, &parts, value).map_err(bad)?;
+        for r in others {
+            let node = s.foreign_config.entry(r).or_insert_with(|| Node {
+                value: Yaml::Map(Vec::new()),
+                line: 0,
+            });
+            set_path(node, &parts, value.clone()).map_err(bad)?;
         }
         s.file.recorded = false;
         s.engine_config(None).map_err(|e| bad(e.to_string()))?;
@@ -127,7 +124,31 @@ impl Scenario {
         let mut s = self.clone();
         if !user.is_empty() {
             s.config_node = merge_nodes(&self.config_node, &user.root);
-            s.foreign_config = merge_nodes(&self.foreign_config, &user.root);
+            // Each other runtime takes the file's keys it reads (one file may serve a run that
+            // compares runtimes); a single run under a profile checks the whole file.
+            let own = self.profile.runtime();
+            for r in Runtime::ALL.into_iter().filter(|&r| r != own) {
+                let Yaml::Map(pairs) = &user.root.value else {
+                    break;
+                };
+                let mine: Vec<(Node, Node)> = pairs
+                    .iter()
+                    .filter(|(k, _)| matches!(&k.value, Yaml::Str(n) if runtime::reads(r, n)))
+                    .cloned()
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let over = Node {
+                    value: Yaml::Map(mine),
+                    line: user.root.line,
+                };
+                let base = s.foreign_config.remove(&r).unwrap_or_else(|| Node {
+                    value: Yaml::Map(Vec::new()),
+                    line: 0,
+                });
+                s.foreign_config.insert(r, merge_nodes(&base, &over));
+            }
             s.file.recorded = false;
         }
         s
@@ -192,10 +213,14 @@ impl Scenario {
     /// `[config]` where `profile` reads it: it is in the keys of the scenario's own runtime,
     /// so a profile of another runtime runs at that runtime's defaults.
     pub fn config_for(&self, profile: ProfileName) -> &Node {
+        static NONE: Node = Node {
+            value: Yaml::Null,
+            line: 0,
+        };
         if profile.runtime() == self.profile.runtime() {
             &self.config_node
         } else {
-            &self.foreign_config
+            self.foreign_config.get(&profile.runtime()).unwrap_or(&NONE)
         }
     }
 }

@@ -471,9 +471,9 @@ pub struct Scenario {
     /// `[config]` as the values Hermes would have read, with their lines (sweep settings and
     /// a `--config` file are laid over it).
     config_node: Node,
-    /// Settings laid over the scenario for runtimes other than its own (sweep values, a
-    /// `--config` file): its own `[config]` is in its runtime's keys and does not apply there.
-    foreign_config: Node,
+    /// Settings laid over the scenario for each runtime other than its own (sweep values, a
+    /// `--config` file), in that runtime's keys: its own `[config]` does not apply there.
+    foreign_config: std::collections::BTreeMap<loopsim_engine::profile::Runtime, Node>,
     /// What loads but deserves a word (an unknown platform name).
     pub warnings: Vec<ScenarioError>,
 }
@@ -692,10 +692,7 @@ impl Scenario {
             content_hash: Hash::of(text.as_bytes()),
             text: text.into(),
             config_node: config::table_to_node(parsed.config.get_ref(), &spans, "config"),
-            foreign_config: Node {
-                value: loopsim_engine::yaml::Yaml::Null,
-                line: 0,
-            },
+            foreign_config: Default::default(),
             file: parsed,
             profile,
             child_budget,

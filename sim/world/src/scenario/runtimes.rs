@@ -1,13 +1,24 @@
 //! What a scenario asks of a runtime other than Hermes, and whether that runtime can express
 //! it: a scenario written for Hermes may lean on mechanisms another runtime does not have
-//! (child agents, an approval model, the human's stop), and running it there anyway would
-//! report a run that runtime could never make.
+//! (child agents, an approval model, Hermes's context compression), and running it there
+//! anyway would report a run that runtime could never make.
 
 use loopsim_engine::profile::{Profile, ProfileName, Runtime};
 
 use super::{Scenario, Step};
 
 impl Scenario {
+    /// Every step of every agent's scripts: the first turn, background results' turns and the
+    /// user's later turns.
+    pub fn steps(&self) -> impl Iterator<Item = &Step> {
+        self.file.agents.values().flat_map(|a| {
+            a.script
+                .iter()
+                .chain(&a.on_result)
+                .chain(a.turns.iter().flat_map(|t| &t.script))
+        })
+    }
+
     /// Why this scenario cannot run under `profile`, if it cannot: the first mechanism it
     /// uses that the profile's runtime lacks.
     pub fn unsupported_under(&self, profile: ProfileName) -> Option<String> {
@@ -16,14 +27,7 @@ impl Scenario {
             return None;
         }
         let f = &self.file;
-        let steps = || {
-            f.agents.values().flat_map(|a| {
-                a.script
-                    .iter()
-                    .chain(&a.on_result)
-                    .chain(a.turns.iter().flat_map(|t| &t.script))
-            })
-        };
+        let steps = || self.steps();
         let why = |what: &str| {
             Some(format!(
                 "{}: {what}, which {profile} cannot express; run it under a Hermes profile",

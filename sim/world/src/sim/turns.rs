@@ -138,7 +138,7 @@ impl World<'_> {
             self.trace.line(&e);
         }
         let ag = &mut self.agents[a];
-        if matches!(fin.exit_reason, ExitReason::Raised(_)) && ag.stop.is_none() {
+        if matches!(&fin.exit_reason, ExitReason::Raised(e) if e.is_limit()) && ag.stop.is_none() {
             // Another runtime's limit raised: that is its governance's stop, as a guardrail
             // halt is Hermes's (reports, sweeps and `check` count it so).
             ag.stop = Some(Stop {
