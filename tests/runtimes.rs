@@ -56,6 +56,29 @@ fn a_runtimes_cap_is_its_own_setting_and_its_exception_is_the_runs_stop() {
     // Pydantic AI's default of 50 lets the 41 calls through.
     let v = run(&["--profile", "pydantic-ai-2.68"]);
     assert_eq!(v["metrics"][0]["calls"], 41);
+    // Pydantic AI's cap in a file read as Hermes's: Hermes would ignore it, and loopsim says so.
+    std::fs::write(t.join("p.yaml"), "request_limit: 20\n").unwrap();
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            "scenarios/healthy-research-40-searches.toml",
+            "--profile",
+            "hermes-main",
+            "--config",
+            t.join("p.yaml").to_str().unwrap(),
+            "--out",
+            out,
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert!(
+        output_text(&o)
+            .contains("p.yaml:1: `request_limit`: a setting of Pydantic AI, not of Hermes"),
+        "{}",
+        output_text(&o)
+    );
     // A Hermes key, or a typo, under a runtime that does not read it: exit 2, file, line, key.
     for (text, want) in [
         (

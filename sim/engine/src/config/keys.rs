@@ -414,6 +414,8 @@ pub enum KeyProblem {
     NotRead { profile: ProfileName },
     /// Not a setting of the profile's runtime (not Hermes): [`super::runtime`].
     NotARuntimeKey(super::runtime::UnknownKey),
+    /// Another runtime's setting in a file read as Hermes's: Hermes ignores it.
+    OtherRuntimes { runtime: crate::profile::Runtime },
 }
 
 /// A key, where it is, and why it is not used.
@@ -438,6 +440,10 @@ impl KeyIssue {
                 format!("{profile} does not read this key (newer Hermes versions do)")
             }
             KeyProblem::NotARuntimeKey(u) => u.message(),
+            KeyProblem::OtherRuntimes { runtime } => format!(
+                "a setting of {}, not of Hermes (run it under that runtime's profile)",
+                runtime.title()
+            ),
         }
     }
 }
@@ -484,6 +490,18 @@ pub fn check(root: &Node, profile: ProfileName, scope: Scope) -> Vec<KeyIssue> {
             Some(spec) if spec.kind == KeyKind::Section => walk(&name, v, profile, &mut out),
             Some(_) => {}
             None if HERMES_SECTIONS.contains(&name.as_str()) && scope == Scope::UserFile => {}
+            // Another runtime's cap in a Hermes file: Hermes would ignore it.
+            None if super::runtime::lookup(&name).is_some() => {
+                let runtime = crate::profile::Runtime::ALL
+                    .into_iter()
+                    .find(|&r| super::runtime::reads(r, &name))
+                    .expect("a runtime reads it");
+                out.push(KeyIssue {
+                    line: k.line,
+                    key: name,
+                    problem: KeyProblem::OtherRuntimes { runtime },
+                });
+            }
             // Hermes passes unknown top-level keys on as environment variables, so a user's
             // file may hold any; only a near miss of a section loopsim reads is a typo.
             None if scope == Scope::UserFile => {

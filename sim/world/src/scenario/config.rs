@@ -70,10 +70,17 @@ impl Scenario {
                 return Err(at(
                     n.line,
                     &n.key,
-                    format!(
-                        "{} under {profile}; Hermes would replace this value, so a scenario may not use it",
-                        n.message
-                    ),
+                    if profile.runtime() == Runtime::Hermes {
+                        format!(
+                            "{} under {profile}; Hermes would replace this value, so a scenario may not use it",
+                            n.message
+                        )
+                    } else {
+                        format!(
+                            "{} under {profile}; a run that cannot call the model is no scenario",
+                            n.message
+                        )
+                    },
                 ));
             }
         }
