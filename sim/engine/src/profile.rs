@@ -247,75 +247,78 @@ impl Profile {
                 ..v0_19
             },
             // `Runner.run` counts every model call as a turn and raises `MaxTurnsExceeded`
-            // before the call past `max_turns` (default 10); nothing is refunded, identical
-            // calls all run, and the SDK has no tool-loop detection.
-            ProfileName::OpenAiAgents0_24 => Profile {
-                runtime: Runtime::OpenAiAgents,
-                max_iterations: 10,
-                turn: TurnRules {
-                    grace: GraceMode::None,
-                    refund_extends_call_cap: false,
-                    dedupe_identical_calls: false,
-                    names_context_exhaustion: false,
-                    refund_execute_code: false,
-                    at_cap: AtCap::Raise(LimitError::MaxTurnsExceeded),
-                    // A reply with neither text nor tool calls is the final output, "".
-                    on_empty_reply: OnEmptyReply::FinalAnswer,
-                },
-                tool_guardrails: false,
-                delegation: false,
-                background_delegation: false,
-                ..v0_19
-            },
+            // before the call past `max_turns` (default 10); a reply with neither text nor
+            // tool calls is the final output, "".
+            ProfileName::OpenAiAgents0_24 => sdk(
+                name,
+                Runtime::OpenAiAgents,
+                10,
+                AtCap::Raise(LimitError::MaxTurnsExceeded),
+                OnEmptyReply::FinalAnswer,
+            ),
             // `UsageLimits.request_limit` (default 50) counts model requests and raises
             // `UsageLimitExceeded` before the one past it; an empty reply gets one retry
             // request per run (the output-retry budget), the next raises
-            // `UnexpectedModelBehavior`. No refunds, no loop detection.
-            ProfileName::PydanticAi2_68 => Profile {
-                runtime: Runtime::PydanticAi,
-                max_iterations: 50,
-                turn: TurnRules {
-                    grace: GraceMode::None,
-                    refund_extends_call_cap: false,
-                    dedupe_identical_calls: false,
-                    names_context_exhaustion: false,
-                    refund_execute_code: false,
-                    at_cap: AtCap::Raise(LimitError::UsageLimitExceeded),
-                    on_empty_reply: OnEmptyReply::RetryThenRaise {
-                        retries: 1,
-                        error: LimitError::UnexpectedModelBehavior,
-                    },
+            // `UnexpectedModelBehavior`.
+            ProfileName::PydanticAi2_68 => sdk(
+                name,
+                Runtime::PydanticAi,
+                50,
+                AtCap::Raise(LimitError::UsageLimitExceeded),
+                OnEmptyReply::RetryThenRaise {
+                    retries: 1,
+                    error: LimitError::UnexpectedModelBehavior,
                 },
-                tool_guardrails: false,
-                delegation: false,
-                background_delegation: false,
-                ..v0_19
-            },
+            ),
             // Every node run is a graph step: the model's, then the tools' (all of a reply's
             // calls in one). A run must end within recursion_limit - 1 steps, else
-            // GraphRecursionError; create_agent binds 9,999. See `recursion_limit_cap`.
+            // GraphRecursionError; create_agent binds 9,999. See `recursion_limit_cap`. An
+            // AI message with neither text nor tool calls ends the graph.
             ProfileName::LangGraph1_2 => {
                 let (max_iterations, at_cap) = recursion_limit_cap(LANGGRAPH_CREATE_AGENT_LIMIT);
-                Profile {
-                    runtime: Runtime::LangGraph,
+                sdk(
+                    name,
+                    Runtime::LangGraph,
                     max_iterations,
-                    turn: TurnRules {
-                        grace: GraceMode::None,
-                        refund_extends_call_cap: false,
-                        dedupe_identical_calls: false,
-                        names_context_exhaustion: false,
-                        refund_execute_code: false,
-                        at_cap,
-                        // An AI message with neither text nor tool calls ends the graph.
-                        on_empty_reply: OnEmptyReply::FinalAnswer,
-                    },
-                    tool_guardrails: false,
-                    delegation: false,
-                    background_delegation: false,
-                    ..v0_19
-                }
+                    at_cap,
+                    OnEmptyReply::FinalAnswer,
+                )
             }
         }
+    }
+}
+
+/// An agent SDK's profile: a cap and what reaching it does, its empty-reply rule, and what
+/// none of the SDKs ported so far has: no refunds, no de-duplication of identical calls, no
+/// tool-loop guardrails, no `delegate_task`.
+fn sdk(
+    name: ProfileName,
+    runtime: Runtime,
+    max_iterations: u64,
+    at_cap: AtCap,
+    on_empty_reply: OnEmptyReply,
+) -> Profile {
+    Profile {
+        name,
+        runtime,
+        max_iterations,
+        max_turns_parsing: MaxTurnsParsing::Truthy,
+        turn: TurnRules {
+            grace: GraceMode::None,
+            refund_extends_call_cap: false,
+            dedupe_identical_calls: false,
+            names_context_exhaustion: false,
+            refund_execute_code: false,
+            at_cap,
+            on_empty_reply,
+        },
+        guardrails: GuardrailRules::V0_19,
+        child_max_iterations: 50,
+        max_concurrent_children: 3,
+        child_timeout_secs: None,
+        background_delegation: false,
+        tool_guardrails: false,
+        delegation: false,
     }
 }
 
