@@ -30,6 +30,9 @@ fn profile_about(p: ProfileName) -> &'static str {
         ProfileName::PydanticAi2_68 => {
             "pydantic-ai-slim 2.68.0 from PyPI: request_limit 50, then UsageLimitExceeded; no loop detection"
         }
+        ProfileName::Smolagents1_26 => {
+            "smolagents 1.26.0 from PyPI (ToolCallingAgent): max_steps 20, then a final-answer call; no loop detection"
+        }
     }
 }
 

@@ -47,6 +47,12 @@ const LIVE_RUNTIMES: &[(Runtime, ProfileName, &str, &str)] = &[
         "LOOPSIM_LANGGRAPH_PYTHON",
         "langgraph-venv",
     ),
+    (
+        Runtime::Smolagents,
+        ProfileName::Smolagents1_26,
+        "LOOPSIM_SMOLAGENTS_PYTHON",
+        "smolagents-venv",
+    ),
 ];
 
 /// A live runtime: which, the Python that has it, and its default profile.
@@ -56,7 +62,7 @@ pub struct LiveRuntime {
     pub profile: ProfileName,
 }
 
-/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents, pydantic-ai, langgraph.
+/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents, pydantic-ai, langgraph, smolagents.
 pub fn parse_runtime(s: &str) -> Result<LiveRuntime> {
     let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
     let names: Vec<&str> = LIVE_RUNTIMES.iter().map(|r| r.0.as_str()).collect();
@@ -464,7 +470,8 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
         bail!(why);
     }
     let rules = loopsim_engine::profile::Profile::get(profile).guardrails;
-    let world = loopsim_live::world::LiveWorld::new(sc, seed.unwrap_or(sc.file.seed), &rules);
+    let world = loopsim_live::world::LiveWorld::new(sc, seed.unwrap_or(sc.file.seed), &rules)
+        .for_runtime(profile.runtime());
     let handle = loopsim_live::server::start(world, addr)?;
     say!(
         "serving {} on {} (models: {}); tools at http://{}/loopsim/v1/tool; Ctrl-C stops",

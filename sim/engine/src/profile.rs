@@ -21,14 +21,17 @@ pub enum Runtime {
     PydanticAi,
     /// LangGraph, through LangChain's `create_agent`: `invoke(..., {"recursion_limit": L})`.
     LangGraph,
+    /// smolagents (`smolagents`): `ToolCallingAgent(..., max_steps=20).run(task)`.
+    Smolagents,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 4] = [
+    pub const ALL: [Runtime; 5] = [
         Runtime::Hermes,
         Runtime::OpenAiAgents,
         Runtime::PydanticAi,
         Runtime::LangGraph,
+        Runtime::Smolagents,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +40,7 @@ impl Runtime {
             Runtime::OpenAiAgents => "openai-agents",
             Runtime::PydanticAi => "pydantic-ai",
             Runtime::LangGraph => "langgraph",
+            Runtime::Smolagents => "smolagents",
         }
     }
 
@@ -47,6 +51,7 @@ impl Runtime {
             Runtime::OpenAiAgents => "the OpenAI Agents SDK",
             Runtime::PydanticAi => "Pydantic AI",
             Runtime::LangGraph => "LangGraph",
+            Runtime::Smolagents => "smolagents",
         }
     }
 
@@ -57,6 +62,7 @@ impl Runtime {
             Runtime::OpenAiAgents => "max_turns",
             Runtime::PydanticAi => "request_limit",
             Runtime::LangGraph => "recursion_limit",
+            Runtime::Smolagents => "max_steps",
         }
     }
 
@@ -77,6 +83,7 @@ impl Runtime {
             Runtime::OpenAiAgents => "openai-agents",
             Runtime::PydanticAi => "pydantic-ai-slim",
             Runtime::LangGraph => "langgraph",
+            Runtime::Smolagents => "smolagents",
         }
     }
 }
@@ -104,10 +111,12 @@ pub enum ProfileName {
     PydanticAi2_68,
     /// LangGraph 1.2 (`langgraph` 1.2.22) under LangChain 1.5's `create_agent`.
     LangGraph1_2,
+    /// smolagents 1.26 (`smolagents` 1.26.0), its `ToolCallingAgent`.
+    Smolagents1_26,
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 7] = [
+    pub const ALL: [ProfileName; 8] = [
         ProfileName::Article2026_06,
         ProfileName::Hermes0_19_0,
         ProfileName::HermesV0_21_5,
@@ -115,6 +124,7 @@ impl ProfileName {
         ProfileName::OpenAiAgents0_24,
         ProfileName::PydanticAi2_68,
         ProfileName::LangGraph1_2,
+        ProfileName::Smolagents1_26,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -126,6 +136,7 @@ impl ProfileName {
             ProfileName::OpenAiAgents0_24 => "openai-agents-0.24",
             ProfileName::PydanticAi2_68 => "pydantic-ai-2.68",
             ProfileName::LangGraph1_2 => "langgraph-1.2",
+            ProfileName::Smolagents1_26 => "smolagents-1.26",
         }
     }
 
@@ -143,7 +154,7 @@ impl fmt::Display for ProfileName {
 /// An unknown profile name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2)"
+    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2, smolagents-1.26)"
 )]
 pub struct UnknownProfile(pub String);
 
@@ -284,6 +295,18 @@ impl Profile {
                     OnEmptyReply::FinalAnswer,
                 )
             }
+            // A `ToolCallingAgent` run takes at most `max_steps` steps (default 20), one model
+            // call each; a run still without an answer then makes one tools-free call whose
+            // text is the final answer (`max_steps_error`). The model answers by calling the
+            // `final_answer` tool; a reply without a usable tool call (an empty one) fails
+            // its step, and the loop goes on.
+            ProfileName::Smolagents1_26 => sdk(
+                name,
+                Runtime::Smolagents,
+                20,
+                AtCap::FinalAnswerCall,
+                OnEmptyReply::ErrorStep,
+            ),
         }
     }
 }

@@ -147,6 +147,7 @@ pub fn unsupported(sc: &Scenario, runtime: Runtime) -> Option<String> {
         Runtime::OpenAiAgents => crate::openai_agents::unsupported(sc),
         Runtime::PydanticAi => crate::pydantic_ai::unsupported(sc),
         Runtime::LangGraph => None,
+        Runtime::Smolagents => crate::smolagents::unsupported(sc),
     }
 }
 
@@ -180,7 +181,7 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
         return Err(LiveRunError::Unsupported(why));
     }
     let rules = loopsim_engine::profile::Profile::get(opts.profile).guardrails;
-    let world = LiveWorld::new(sc, opts.seed, &rules);
+    let world = LiveWorld::new(sc, opts.seed, &rules).for_runtime(opts.runtime);
     let handle = server::start(world, "127.0.0.1:0".parse().expect("addr"))?;
     let dir = TempDir::new().map_err(LiveRunError::Temp)?;
     let script = dir.0.join("live.py");
@@ -193,6 +194,11 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
         Runtime::OpenAiAgents => (crate::openai_agents::LIVE_PY, sdk_spec(sc, opts, &server)?),
         Runtime::PydanticAi => (crate::pydantic_ai::LIVE_PY, sdk_spec(sc, opts, &server)?),
         Runtime::LangGraph => (LANGGRAPH_PY, sdk_spec(sc, opts, &server)?),
+        Runtime::Smolagents => {
+            let mut spec = sdk_spec(sc, opts, &server)?;
+            spec["tool_inputs"] = serde_json::json!(crate::smolagents::tool_inputs(sc));
+            (crate::smolagents::LIVE_PY, spec)
+        }
     };
     std::fs::write(&script, text).map_err(LiveRunError::Temp)?;
     if opts.runtime != Runtime::Hermes {

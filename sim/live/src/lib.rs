@@ -44,4 +44,5 @@ pub mod openai;
 pub mod openai_agents;
 pub mod pydantic_ai;
 pub mod server;
+pub mod smolagents;
 pub mod world;

@@ -273,14 +273,17 @@ async fn tool(State(state): State<AppState>, body: Bytes) -> Response {
     let Ok(v) = parsed else {
         return error(&state, StatusCode::BAD_REQUEST, "tool: not JSON".into());
     };
-    let (Some(id), Some(name)) = (
-        v.get("id").and_then(Value::as_str),
+    // A runtime that does not tell its tools their call's id sends `id: null`: the call is
+    // then found by its tool and arguments.
+    let id = v.get("id").and_then(Value::as_str);
+    let (true, Some(name)) = (
+        id.is_some() || v.get("id").is_some_and(Value::is_null),
         v.get("tool").and_then(Value::as_str),
     ) else {
         return error(
             &state,
             StatusCode::BAD_REQUEST,
-            "tool: needs `id` and `tool`".into(),
+            "tool: needs `id` (a string, or null to match by arguments) and `tool`".into(),
         );
     };
     let args_text = v.get("args").map(Value::to_string).unwrap_or("{}".into());
@@ -289,7 +292,10 @@ async fn tool(State(state): State<AppState>, body: Bytes) -> Response {
     };
     let answer = {
         let mut w = state.world.lock().unwrap_or_else(|p| p.into_inner());
-        w.tool(id, name, &args)
+        match id {
+            Some(id) => w.tool(id, name, &args),
+            None => w.tool_by_args(name, &args),
+        }
     };
     match answer {
         Ok(a) => axum::Json(json!({

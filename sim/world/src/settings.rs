@@ -36,6 +36,7 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
                 format!("raises {} on the last call's reply", e.as_str())
             }
             AtCap::MaxIterationsReached => "ends max_iterations_reached".into(),
+            AtCap::FinalAnswerCall => "ends max_steps_error after a final-answer call".into(),
         },
         tool_guardrails: p.tool_guardrails,
     })

@@ -25,6 +25,9 @@ const PYDANTIC_AI: &[KeySpec] = &[key("request_limit", KeyKind::Int { min: 0 })]
 /// LangGraph: the run's config (`invoke(..., config={"recursion_limit": L})`).
 const LANGGRAPH: &[KeySpec] = &[key("recursion_limit", KeyKind::Int { min: 1 })];
 
+/// smolagents: the agent's own `max_steps` (`ToolCallingAgent(..., max_steps=N)`).
+const SMOLAGENTS: &[KeySpec] = &[key("max_steps", KeyKind::Int { min: 0 })];
+
 /// The keys `runtime` reads (empty for Hermes, whose table is [`super::keys::SIMULATED`]).
 pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
     match runtime {
@@ -32,6 +35,7 @@ pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
         Runtime::OpenAiAgents => OPENAI_AGENTS,
         Runtime::PydanticAi => PYDANTIC_AI,
         Runtime::LangGraph => LANGGRAPH,
+        Runtime::Smolagents => SMOLAGENTS,
     }
 }
 
@@ -182,6 +186,32 @@ impl EngineConfig {
                     self.cap_setting = Some(limit);
                 }
             }
+            Runtime::Smolagents => {
+                if let Some(n) = root.get("max_steps") {
+                    let Yaml::Int(v) = n.value else {
+                        return Err(bad(n, "max_steps", "an integer, the run's steps".into()));
+                    };
+                    if v < 0 {
+                        // Its run loop never starts and its final-answer branch is skipped:
+                        // the run fails with an UnboundLocalError.
+                        return Err(bad(
+                            n,
+                            "max_steps",
+                            format!("{v}: smolagents fails on a negative max_steps"),
+                        ));
+                    }
+                    if v == 0 {
+                        self.notes.push(ConfigNote {
+                            line: n.line,
+                            key: "max_steps".into(),
+                            message: "0: no step runs; the run makes only its final-answer call"
+                                .into(),
+                        });
+                    }
+                    self.max_iterations = u64::try_from(v).unwrap_or(u64::MAX);
+                    self.cap_setting = Some(self.max_iterations);
+                }
+            }
         }
         Ok(())
     }
@@ -234,6 +264,25 @@ mod tests {
             zero.contains("g.yaml:1") && zero.contains("at least 1"),
             "{zero}"
         );
+    }
+
+    #[test]
+    fn smolagents_reads_max_steps_and_refuses_a_negative_one() {
+        let read = |t: &str| {
+            let root = yaml::parse(t).unwrap();
+            EngineConfig::from_node(ProfileName::Smolagents1_26, None, &root, "c.yaml")
+        };
+        let c = read("max_steps: 6\n").unwrap();
+        assert_eq!((c.max_iterations, c.cap_setting), (6, Some(6)));
+        let zero = read("max_steps: 0\n").unwrap();
+        assert_eq!(zero.max_iterations, 0);
+        assert!(zero.notes[0].message.contains("final-answer call"));
+        let neg = read("max_steps: -1\n").unwrap_err().to_string();
+        assert!(neg.contains("c.yaml") && neg.contains("negative"), "{neg}");
+        let typo = read("max_step: 6\n").unwrap_err().to_string();
+        assert!(typo.contains("did you mean `max_steps`"), "{typo}");
+        let other = read("max_turns: 6\n").unwrap_err().to_string();
+        assert!(other.contains("max_turns"), "{other}");
     }
 
     #[test]

@@ -97,6 +97,9 @@ pub enum ExitReason {
     ContextCompressionTimeout,
     /// Another runtime raised its limit's exception: no final answer.
     Raised(LimitError),
+    /// smolagents ran `max_steps` steps without an answer and made its final-answer call
+    /// (the run's `state`).
+    MaxStepsError,
 }
 
 fn cut80(s: &str) -> &str {
@@ -137,6 +140,7 @@ impl fmt::Display for ExitReason {
             ContextCompressionExhausted => f.write_str("context_compression_exhausted"),
             ContextCompressionTimeout => f.write_str("context_compression_timeout"),
             Raised(e) => write!(f, "raised({})", e.as_str()),
+            MaxStepsError => f.write_str("max_steps_error"),
         }
     }
 }
@@ -144,7 +148,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 25] = [
+    pub const FORMS: [&'static str; 26] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -170,6 +174,7 @@ impl ExitReason {
         "context_compression_exhausted",
         "context_compression_timeout",
         "raised(EXCEPTION)",
+        "max_steps_error",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -232,8 +237,22 @@ impl ExitReason {
             PendingToolResult,
             ContextCompressionExhausted,
             ContextCompressionTimeout,
+            MaxStepsError,
         ];
         plain.into_iter().find(|r| r.to_string() == s)
+    }
+}
+
+impl ExitReason {
+    /// Whether another runtime's own limit ended the turn: an exception it raises at its
+    /// cap, or smolagents' final answer at `max_steps`. Reports, sweeps and `check` count it
+    /// as the run's stop, as a guardrail halt is Hermes's.
+    pub fn is_runtime_limit(&self) -> bool {
+        match self {
+            ExitReason::Raised(e) => e.is_limit(),
+            ExitReason::MaxStepsError => true,
+            _ => false,
+        }
     }
 }
 
@@ -290,6 +309,7 @@ mod tests {
             ExitReason::LocalProcessingError("boom".into()),
             ExitReason::ContextCompressionTimeout,
             ExitReason::Raised(LimitError::MaxTurnsExceeded),
+            ExitReason::MaxStepsError,
         ];
         for r in samples {
             assert_eq!(ExitReason::parse(&r.to_string()), Some(r.clone()), "{r}");
@@ -303,6 +323,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 25);
+        assert_eq!(ExitReason::FORMS.len(), 26);
     }
 }

@@ -58,6 +58,9 @@ pub enum OnEmptyReply {
     /// Up to `retries` retry requests in a run, then the runtime raises `error` (Pydantic
     /// AI's output retries).
     RetryThenRaise { retries: u32, error: LimitError },
+    /// The step fails (the runtime finds no tool call to parse) and the loop goes on: the
+    /// failed step counts like any other (smolagents).
+    ErrorStep,
 }
 
 /// How a loop that reached its cap ends.
@@ -70,6 +73,9 @@ pub enum AtCap {
     /// The runtime raises right after the cap's last call, before acting on its reply (its
     /// tool calls do not run, its text is no answer): LangGraph with an odd recursion limit.
     RaiseDroppingLastReply(LimitError),
+    /// One tools-free call whose text is the run's final answer, outside the cap
+    /// (smolagents' `max_steps_error`).
+    FinalAnswerCall,
 }
 
 impl TurnRules {
@@ -273,6 +279,9 @@ impl TurnGovernor {
     /// of the conversation.
     pub fn empty_reply(&mut self, tool_result_recent: bool) -> EmptyReply {
         self.last_reply_empty = true;
+        if self.rules.on_empty_reply == OnEmptyReply::ErrorStep {
+            return EmptyReply::Retry;
+        }
         if let OnEmptyReply::RetryThenRaise { retries, error } = self.rules.on_empty_reply {
             if self.empty_retries < retries {
                 self.empty_retries += 1;
@@ -392,6 +401,10 @@ impl TurnGovernor {
                 AtCap::Raise(e) | AtCap::RaiseDroppingLastReply(e) => {
                     self.exit = ExitReason::Raised(e);
                     self.failed = true;
+                }
+                AtCap::FinalAnswerCall => {
+                    self.exit = ExitReason::MaxStepsError;
+                    summary_call = true;
                 }
             }
         }

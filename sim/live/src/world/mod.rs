@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use loopsim_engine::guardrails::GuardrailRules;
 use loopsim_engine::hash::{ResultHashing, Signature, result_hash};
+use loopsim_engine::profile::Runtime;
 use loopsim_engine::json::{self, Value};
 use loopsim_world::clock::Duration;
 use loopsim_world::scenario::{CallSpec, Scenario};
@@ -43,6 +44,12 @@ pub const USER_TURN_MARK: &str = ", user turn ";
 /// The detail of a model call whose reply was empty.
 pub const EMPTY_REPLY: &str = "empty reply";
 
+/// What every task loopsim writes carries (the first user message and each later one).
+pub const TASK_MARK: &str = "(loopsim scenario ";
+
+/// The tool smolagents' model answers with: its `answer` argument is the final answer.
+pub const SMOLAGENTS_ANSWER_TOOL: &str = "final_answer";
+
 /// Whether a user message is one loopsim wrote (a task, a child's goal, a background note
 /// naming its children), not one the runtime added to its own conversation.
 fn is_ours(content: &str) -> bool {
@@ -58,6 +65,8 @@ pub enum LiveError {
     UnknownAgent(String),
     #[error("tool call `{0}` was never issued by the scripted model")]
     UnknownToolCall(String),
+    #[error("a `{0}` call with these arguments was not issued by the scripted model, or has run")]
+    UnmatchedToolCall(String),
     #[error("tool call `{id}` asks for `{asked}`, but the model called `{issued}`")]
     WrongTool {
         id: String,
@@ -136,6 +145,8 @@ pub struct LiveWorld {
     /// Background children (by name) and the agent that dispatched them: the runtime's
     /// threads run them at their own pace, which virtual time must lead ([`Self::must_wait`]).
     background_of: HashMap<String, usize>,
+    /// Whose wire conventions the requests follow.
+    runtime: Runtime,
 }
 
 impl LiveWorld {
@@ -158,9 +169,18 @@ impl LiveWorld {
             events: Vec::new(),
             next_reply: 0,
             background_of: HashMap::new(),
+            runtime: Runtime::Hermes,
         };
         w.add_agent("parent", "parent", 0);
         w
+    }
+
+    /// Serves `runtime`'s requests. Every runtime but smolagents sends tool results as `tool`
+    /// messages naming their calls; smolagents sends them as one user message, and its model
+    /// answers by calling its `final_answer` tool (see [`crate::smolagents`]).
+    pub fn for_runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = runtime;
+        self
     }
 
     fn add_agent(&mut self, name: &str, spec: &str, start_us: u64) -> usize {
@@ -249,7 +269,18 @@ impl LiveWorld {
             }
             return Ok(self.summary_reply(a));
         }
-        let users = req.messages.iter().filter(|m| m.role == "user").count();
+        let smolagents = self.runtime == Runtime::Smolagents;
+        let users = if smolagents {
+            // Tool results and step errors are user messages too, and smolagents merges
+            // neighbouring ones: count loopsim's tasks instead.
+            req.messages
+                .iter()
+                .filter(|m| m.role == "user")
+                .map(|m| m.content.matches(TASK_MARK).count())
+                .sum()
+        } else {
+            req.messages.iter().filter(|m| m.role == "user").count()
+        };
         let ag = &mut self.agents[a];
         let last_user = req
             .messages
@@ -257,7 +288,8 @@ impl LiveWorld {
             .rev()
             .find(|m| m.role == "user")
             .map_or("", |m| m.content.as_str());
-        if users > ag.user_messages && ag.user_messages > 0 && !is_ours(last_user) {
+        if !smolagents && users > ag.user_messages && ag.user_messages > 0 && !is_ours(last_user)
+        {
             // The runtime's own request to go on (after an empty reply), not a user's turn.
             ag.user_messages = users;
         } else if users > ag.user_messages {
@@ -306,8 +338,10 @@ impl LiveWorld {
             .iter()
             .flat_map(|m| m.tool_call_ids.iter().map(String::as_str))
             .collect();
+        // smolagents names no call in its tool results; it runs every call of a reply.
+        let names_calls = self.runtime != Runtime::Smolagents;
         for id in &round {
-            if !echoed.contains(id.as_str()) {
+            if names_calls && !echoed.contains(id.as_str()) {
                 // The runtime dropped the call before running any (an identical one of the
                 // same reply): no result joins the context.
                 continue;
@@ -484,6 +518,15 @@ impl LiveWorld {
             }
         }
         self.agents[a].round = tool_calls.iter().map(|c| c.id.clone()).collect();
+        if self.runtime == Runtime::Smolagents && matches!(call.reply, Reply::Answer) {
+            // smolagents' model answers through its own tool, which the runtime runs itself.
+            let answer = serde_json::json!({ "answer": std::mem::take(&mut content) });
+            tool_calls.push(ToolCall {
+                id: format!("call_{a}_{n}_answer"),
+                name: SMOLAGENTS_ANSWER_TOOL.into(),
+                arguments: answer.to_string(),
+            });
+        }
         Ok(ChatReply {
             content,
             tool_calls,
@@ -496,6 +539,27 @@ impl LiveWorld {
     fn call_id(&mut self, a: usize, n: u64, i: usize) -> String {
         self.next_reply += 1;
         format!("call_{a}_{n}_{i}")
+    }
+
+    /// Runs the issued call of the current round with this tool and these arguments that
+    /// has not run yet, the first in the reply's order: for a runtime that does not tell its
+    /// tools their call's id (smolagents).
+    pub fn tool_by_args(&mut self, tool: &str, args: &Value) -> Result<ToolAnswer, LiveError> {
+        let wanted = json::canonical(args);
+        let id = self
+            .agents
+            .iter()
+            .flat_map(|ag| &ag.round)
+            .find(|id| {
+                self.issued.get(*id).is_some_and(|i| {
+                    !i.executed
+                        && i.spec.is_some_and(|s| s.tool.get_ref() == tool)
+                        && json::canonical(&i.args) == wanted
+                })
+            })
+            .cloned()
+            .ok_or_else(|| LiveError::UnmatchedToolCall(tool.to_string()))?;
+        self.tool(&id, tool, args)
     }
 
     /// Runs one issued tool call for the runtime's fake handler.

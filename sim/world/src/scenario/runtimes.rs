@@ -5,7 +5,7 @@
 
 use loopsim_engine::profile::{Profile, ProfileName, Runtime};
 
-use super::{Scenario, Step};
+use super::{CallSpec, Scenario, Step};
 
 impl Scenario {
     /// Every step of every agent's scripts: the first turn, background results' turns and the
@@ -16,6 +16,17 @@ impl Scenario {
                 .iter()
                 .chain(&a.on_result)
                 .chain(a.turns.iter().flat_map(|t| &t.script))
+        })
+    }
+
+    /// Every tool call any step may make: its own, its `choose` options' and its `cycle`
+    /// replies'.
+    pub fn calls(&self) -> impl Iterator<Item = &CallSpec> {
+        self.steps().flat_map(|s| {
+            s.calls
+                .iter()
+                .chain(s.choose.iter().flat_map(|c| &c.calls))
+                .chain(s.cycle.iter().flat_map(|c| &c.calls))
         })
     }
 

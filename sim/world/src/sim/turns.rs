@@ -138,9 +138,10 @@ impl World<'_> {
             self.trace.line(&e);
         }
         let ag = &mut self.agents[a];
-        if matches!(&fin.exit_reason, ExitReason::Raised(e) if e.is_limit()) && ag.stop.is_none() {
-            // Another runtime's limit raised: that is its governance's stop, as a guardrail
-            // halt is Hermes's (reports, sweeps and `check` count it so).
+        if fin.exit_reason.is_runtime_limit() && ag.stop.is_none() {
+            // Another runtime's limit ended the turn (an exception, smolagents' final answer
+            // at max_steps): that is its governance's stop, as a guardrail halt is Hermes's
+            // (reports, sweeps and `check` count it so).
             ag.stop = Some(Stop {
                 call: ag.calls,
                 t_us: self.sched.now().0,
