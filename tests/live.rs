@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use common::{
     TempDir, hermes_live_python_or_skip, langgraph_python_or_skip, loopsim_in,
     openai_agents_python_or_skip, output_text, pydantic_ai_python_or_skip, root,
+    smolagents_python_or_skip,
 };
 
 /// scenarios/README.md's live table: (scenario, status, reason).
@@ -136,6 +137,15 @@ const LANGGRAPH: Sdk = Sdk {
     cap: 5000,
 };
 
+const SMOLAGENTS: Sdk = Sdk {
+    heading: "smolagents 1.26.0",
+    profile: "smolagents-1.26",
+    runtime: "smolagents",
+    version: "1.26.0",
+    cap_raises: "max_steps_error",
+    cap: 20,
+};
+
 /// Every scenario has a row in the SDK's live table, and a scenario is `not expressible`
 /// exactly when the simulation refuses it under the SDK's profile, for the table's reason.
 fn every_scenario_has_a_status_under(sdk: &Sdk, min_identical: usize) {
@@ -195,6 +205,7 @@ fn every_scenario_has_a_status_under_each_agent_sdk() {
     every_scenario_has_a_status_under(&OPENAI_AGENTS, 31);
     every_scenario_has_a_status_under(&PYDANTIC_AI, 31);
     every_scenario_has_a_status_under(&LANGGRAPH, 30);
+    every_scenario_has_a_status_under(&SMOLAGENTS, 31);
 }
 
 /// The SDK's live suite: every `identical` scenario of its table through its real loop,
@@ -317,6 +328,49 @@ fn the_langgraph_live_suite_matches_its_simulation_event_for_event() {
 }
 
 #[test]
+fn the_smolagents_live_suite_matches_its_simulation_event_for_event() {
+    let Some(py) = smolagents_python_or_skip("the smolagents live suite") else {
+        return;
+    };
+    let capped = live_suite_under(&SMOLAGENTS, &py);
+    assert!(capped >= 20, "only {capped} runs reached max_steps");
+    // The agent's max_steps as users set it: that many steps, then one tools-free call for
+    // the final answer; 0 runs no step at all.
+    let t = TempDir::new("live-smolagents-steps");
+    for steps in [0, 1, 5] {
+        let cfg = t.join(format!("s{steps}.yaml"));
+        std::fs::write(&cfg, format!("max_steps: {steps}\n")).unwrap();
+        let out = t.join(format!("r{steps}"));
+        let o = loopsim_in(
+            &root(),
+            &[
+                "live",
+                "scenarios/two-call-cycle.toml",
+                "--runtime",
+                &format!("smolagents={}", py.display()),
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{steps}: {}", output_text(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(v["identical"], true, "{steps}: {}", v["first_divergence"]);
+        assert_eq!(v["parent_turns"][0], "max_steps_error", "{steps}");
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+        let count = |kind: &str| trace.matches(&format!(r#""kind":"{kind}""#)).count();
+        assert_eq!(
+            (count("model_call"), count("summary_call")),
+            (steps, 1),
+            "{steps}"
+        );
+    }
+}
+
+#[test]
 fn the_pydantic_ai_live_suite_matches_its_simulation_event_for_event() {
     let Some(py) = pydantic_ai_python_or_skip("the Pydantic AI live suite") else {
         return;
@@ -332,6 +386,7 @@ fn a_python_without_the_sdk_is_a_clear_error() {
         ("openai-agents", "the OpenAI Agents SDK"),
         ("pydantic-ai", "Pydantic AI"),
         ("langgraph", "LangGraph"),
+        ("smolagents", "smolagents"),
     ] {
         let o = loopsim_in(
             &root(),

@@ -160,7 +160,7 @@ pub enum Command {
         paths: Vec<PathBuf>,
         /// The profiles to compare, in the table's order.
         #[arg(long, value_delimiter = ',', value_parser = profile_parser(),
-              default_value = "hermes-main,hermes-0.19.0,openai-agents-0.24,pydantic-ai-2.68,langgraph-1.2")]
+              default_value = "hermes-main,hermes-0.19.0,openai-agents-0.24,pydantic-ai-2.68,langgraph-1.2,smolagents-1.26")]
         profiles: Vec<ProfileName>,
         /// Where to write summary.md and summary.json (default: reports/compare).
         #[arg(long)]
@@ -236,10 +236,10 @@ pub enum Command {
         /// The run seed (default: the scenario's).
         #[arg(long)]
         seed: Option<u64>,
-        /// Compare the simulation with a real runtime's loop instead: hermes, openai-agents
-        /// or pydantic-ai, each optionally =PYTHON (the simulation runs under --profile,
-        /// default the runtime's tested version: hermes-0.19.0, openai-agents-0.24,
-        /// pydantic-ai-2.68).
+        /// Compare the simulation with a real runtime's loop instead: hermes, openai-agents,
+        /// pydantic-ai, langgraph or smolagents, each optionally =PYTHON (the simulation runs
+        /// under --profile, default the runtime's tested version: hermes-0.19.0,
+        /// openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2, smolagents-1.26).
         #[arg(long, conflicts_with = "engines")]
         live: Option<String>,
         /// A live run's wall-clock limit in seconds.
@@ -254,8 +254,8 @@ pub enum Command {
     Live {
         /// The scenario file, or the name of a scenario of the built-in suite.
         scenario: PathBuf,
-        /// The runtime: hermes, openai-agents or pydantic-ai, each optionally =PYTHON (a Python
-        /// that imports it).
+        /// The runtime: hermes, openai-agents, pydantic-ai, langgraph or smolagents, each
+        /// optionally =PYTHON (a Python that imports it).
         #[arg(long, default_value = "hermes")]
         runtime: String,
         #[command(flatten)]

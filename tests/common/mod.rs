@@ -233,6 +233,27 @@ pub fn langgraph_python_or_skip(what: &str) -> Option<PathBuf> {
     or_skip(what, langgraph_python())
 }
 
+/// The Python with smolagents 1.26.0 (and its OpenAI client), installing it into
+/// target/smolagents-venv when needed (once per test process).
+pub fn smolagents_python() -> Result<PathBuf, String> {
+    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        venv_python(
+            "LOOPSIM_SMOLAGENTS_PYTHON",
+            "smolagents-venv",
+            "smolagents, openai",
+            &["smolagents[openai]==1.26.0"],
+        )
+    })
+    .clone()
+}
+
+/// smolagents' Python, or `None` after a loud skip message (a failure when
+/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
+pub fn smolagents_python_or_skip(what: &str) -> Option<PathBuf> {
+    or_skip(what, smolagents_python())
+}
+
 /// The OpenAI Agents SDK's Python, or `None` after a loud skip message (a failure when
 /// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
 pub fn openai_agents_python_or_skip(what: &str) -> Option<PathBuf> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use loopsim_engine::profile::{ProfileName, Runtime};
+use loopsim_engine::turn::ExitReason;
 use loopsim_report::metrics::RunMetrics;
 use loopsim_report::runtimes::{Comparison, Outcome, Row};
 use loopsim_world::scenario::{Label, Scenario};
@@ -64,7 +65,9 @@ fn outcome(sc: &Scenario, profile: ProfileName) -> Result<Outcome> {
     let mut o = Outcome::of(&m);
     if let Outcome::Stopped { by, avoid_with, .. } = &mut o
         && sc.file.label == Label::Healthy
-        && (by.starts_with("raised(") || by.starts_with("max_iterations_reached("))
+        && ExitReason::parse(by).is_some_and(|r| {
+            r.is_runtime_limit() || matches!(r, ExitReason::MaxIterationsReached { .. })
+        })
     {
         // The cap stopped a healthy run: the cap it needs is its calls with none.
         let (key, lifted) = cap_key(profile);

@@ -426,6 +426,13 @@ mod tests {
                 error: LimitError::UnexpectedModelBehavior
             }
         );
+        let p = Profile::get(ProfileName::Smolagents1_26);
+        assert_eq!(p.runtime, Runtime::Smolagents);
+        // MultiStepAgent's max_steps default in agents.py.
+        assert_eq!(p.max_iterations, 20);
+        assert_eq!(p.turn.at_cap, AtCap::FinalAnswerCall);
+        assert_eq!(p.turn.on_empty_reply, OnEmptyReply::ErrorStep);
+        assert_eq!(Runtime::Smolagents.cap_for_calls(41), 41);
         for name in ProfileName::ALL {
             let hermes = name.runtime() == Runtime::Hermes;
             assert_eq!(Profile::get(name).tool_guardrails, hermes, "{name}");

@@ -47,7 +47,9 @@ pub fn tool_inputs(sc: &Scenario) -> BTreeMap<String, BTreeSet<String>> {
         .collect();
     for c in sc.calls() {
         let names = arg_names(c).unwrap_or_default();
-        out.entry(c.tool.get_ref().clone()).or_default().extend(names);
+        out.entry(c.tool.get_ref().clone())
+            .or_default()
+            .extend(names);
     }
     out
 }

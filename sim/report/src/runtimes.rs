@@ -59,8 +59,7 @@ pub struct Comparison {
 /// turn (the run's first stop), or a cap that ended its last turn.
 pub fn stopped_by(m: &RunMetrics) -> Option<String> {
     let exit = m.exit_reason.as_str();
-    let raised =
-        ExitReason::parse(&m.stop_code).is_some_and(|r| r.is_runtime_limit());
+    let raised = ExitReason::parse(&m.stop_code).is_some_and(|r| r.is_runtime_limit());
     if raised || (exit == "guardrail_halt" && !m.stop_code.is_empty()) {
         return Some(m.stop_code.clone());
     }

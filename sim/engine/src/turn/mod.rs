@@ -615,6 +615,53 @@ mod tests {
     }
 
     #[test]
+    fn smolagents_runs_max_steps_then_makes_its_final_answer_call() {
+        let rules = crate::profile::Profile::get(crate::profile::ProfileName::Smolagents1_26).turn;
+        // Twenty steps, execute_code-only ones included, then the tools-free final-answer call.
+        let mut g = TurnGovernor::new(rules, 20);
+        let mut steps = 0;
+        while let Step::Call { tools } = g.begin_iteration(false) {
+            assert!(tools, "every step offers the tools");
+            steps += 1;
+            g.tool_round(["execute_code"], false);
+        }
+        assert_eq!(steps, 20);
+        let end = g.finish();
+        assert_eq!(end.exit_reason.to_string(), "max_steps_error");
+        assert!(end.summary_call && end.exit_reason.is_runtime_limit());
+        assert_eq!((end.api_calls, end.budget_used), (20, 20));
+        // An empty reply fails its step, which counts, and the loop goes on, every time.
+        let mut g = TurnGovernor::new(rules, 3);
+        for _ in 0..3 {
+            assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+            assert_eq!(g.empty_reply(true), EmptyReply::Retry);
+        }
+        assert_eq!(g.begin_iteration(false), Step::Exit);
+        assert!(
+            g.finish().summary_call,
+            "the last step's empty reply changes nothing"
+        );
+        // max_steps 0: no step, only the final-answer call.
+        let mut g = TurnGovernor::new(rules, 0);
+        assert_eq!(g.begin_iteration(false), Step::Exit);
+        assert!(g.finish().summary_call);
+        // The user's stop at the cap: the step loop is over first, so the call is made.
+        let mut g = TurnGovernor::new(rules, 1);
+        g.begin_iteration(false);
+        g.tool_round(["terminal"], false);
+        assert_eq!(g.begin_iteration(true), Step::Exit);
+        assert_eq!(g.finish().exit_reason, ExitReason::MaxStepsError);
+        // Before it, the stop ends the run with no call.
+        let mut g = TurnGovernor::new(rules, 5);
+        g.begin_iteration(false);
+        g.tool_round(["terminal"], false);
+        assert_eq!(g.begin_iteration(true), Step::Exit);
+        let end = g.finish();
+        assert_eq!(end.exit_reason, ExitReason::InterruptedByUser);
+        assert!(!end.summary_call);
+    }
+
+    #[test]
     fn halts_interrupts_and_context_refunds() {
         let mut g = TurnGovernor::new(SUMMARY, 90);
         g.begin_iteration(false);

@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 use loopsim_engine::guardrails::GuardrailRules;
 use loopsim_engine::hash::{ResultHashing, Signature, result_hash};
-use loopsim_engine::profile::Runtime;
 use loopsim_engine::json::{self, Value};
+use loopsim_engine::profile::Runtime;
 use loopsim_world::clock::Duration;
 use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
@@ -288,8 +288,7 @@ impl LiveWorld {
             .rev()
             .find(|m| m.role == "user")
             .map_or("", |m| m.content.as_str());
-        if !smolagents && users > ag.user_messages && ag.user_messages > 0 && !is_ours(last_user)
-        {
+        if !smolagents && users > ag.user_messages && ag.user_messages > 0 && !is_ours(last_user) {
             // The runtime's own request to go on (after an empty reply), not a user's turn.
             ag.user_messages = users;
         } else if users > ag.user_messages {
