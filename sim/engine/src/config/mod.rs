@@ -168,6 +168,19 @@ impl EngineConfig {
         ] {
             b.push(f as u8);
         }
+        if let Some(cap) = self.cap_setting {
+            // Another runtime's cap as set, and what reaching it does: LangGraph's limits 23
+            // and 24 both allow 12 calls, but only 24 acts on the last reply. (Hermes's
+            // fingerprint, which has neither, is unchanged by this.)
+            use crate::turn::AtCap;
+            b.extend_from_slice(&cap.to_le_bytes());
+            b.push(match self.turn.at_cap {
+                AtCap::MaxIterationsReached => 0,
+                AtCap::Raise(_) => 1,
+                AtCap::RaiseDroppingLastReply(_) => 2,
+                AtCap::FinalAnswerCall => 3,
+            });
+        }
         crate::hash::Hash::of(&b)
     }
 

@@ -267,6 +267,19 @@ mod tests {
     }
 
     #[test]
+    fn a_runtime_cap_that_acts_differently_has_its_own_fingerprint() {
+        let lg = |t: &str| {
+            let root = yaml::parse(t).unwrap();
+            EngineConfig::from_node(ProfileName::LangGraph1_2, None, &root, "c.yaml")
+                .unwrap()
+                .fingerprint()
+        };
+        // Both allow 12 model calls; only 24 acts on the last one's reply.
+        assert_ne!(lg("recursion_limit: 23\n"), lg("recursion_limit: 24\n"));
+        assert_eq!(lg("recursion_limit: 24\n"), lg("recursion_limit: 24\n"));
+    }
+
+    #[test]
     fn smolagents_reads_max_steps_and_refuses_a_negative_one() {
         let read = |t: &str| {
             let root = yaml::parse(t).unwrap();
