@@ -494,7 +494,7 @@ fn bad_scenarios_name_file_line_and_key() {
         (
             "under-bad-stop-code",
             format!("{GOOD}\n[expect.under.\"hermes-0.19.0\"]\nstop_code = \"identical_call_streak_hlat\"\n"),
-            "expect.under.hermes-0.19.0.stop_code: `identical_call_streak_hlat` is not a guardrail decision code (did you mean `identical_call_streak_halt`?)",
+            "expect.under.hermes-0.19.0.stop_code: `identical_call_streak_hlat` is not a guardrail decision code or another runtime's limit (did you mean `identical_call_streak_halt`?)",
         ),
         (
             "figures-unknown-tool",

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
-use loopsim_engine::profile::{ProfileName, Runtime};
+use loopsim_engine::profile::{Profile, ProfileName, Runtime};
 use loopsim_engine::turn::ExitReason;
 use loopsim_report::metrics::RunMetrics;
 use loopsim_report::runtimes::{Comparison, Outcome, Row};
@@ -30,6 +30,8 @@ fn cap_key(profile: ProfileName) -> (&'static str, String) {
     let key = profile.runtime().cap_key();
     let lifted = match profile.runtime() {
         Runtime::Hermes => "agent:\n  max_turns: 1000000\n".to_string(),
+        // The article's loop has a token budget besides its cap: both are lifted.
+        Runtime::ReactLoop => format!("{key}: 1000000\nmax_total_tokens: null\n"),
         _ => format!("{key}: 1000000\n"),
     };
     (key, lifted)
@@ -75,7 +77,14 @@ fn outcome(sc: &Scenario, profile: ProfileName) -> Result<Outcome> {
         let free = run_one(sc, profile, Some(Arc::new(uncapped)))?;
         if loopsim_report::runtimes::stopped_by(&free).is_none() {
             let needed = profile.runtime().cap_for_calls(free.parent_calls);
-            *avoid_with = Some(format!("{key}: {needed}"));
+            let mut setting = format!("{key}: {needed}");
+            let tokens = free.input_tokens + free.output_tokens;
+            if let Some(budget) = Profile::get(profile).turn.token_budget
+                && tokens >= budget
+            {
+                setting.push_str(&format!(", max_total_tokens: {tokens}"));
+            }
+            *avoid_with = Some(setting);
         }
     }
     Ok(o)

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use crate::budget::UNLIMITED;
 use crate::guardrails::GuardrailRules;
 use crate::hash::ResultHashing;
+use crate::observation::ObservationRules;
 use crate::turn::{AtCap, GraceMode, LimitError, OnEmptyReply, TurnRules};
 
 /// The agent runtime whose governance a profile ports.
@@ -23,15 +24,18 @@ pub enum Runtime {
     LangGraph,
     /// smolagents (`smolagents`): `ToolCallingAgent(..., max_steps=20).run(task)`.
     Smolagents,
+    /// The ReAct loop of the loop-design article: no package, its numbers.
+    ReactLoop,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 5] = [
+    pub const ALL: [Runtime; 6] = [
         Runtime::Hermes,
         Runtime::OpenAiAgents,
         Runtime::PydanticAi,
         Runtime::LangGraph,
         Runtime::Smolagents,
+        Runtime::ReactLoop,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +45,7 @@ impl Runtime {
             Runtime::PydanticAi => "pydantic-ai",
             Runtime::LangGraph => "langgraph",
             Runtime::Smolagents => "smolagents",
+            Runtime::ReactLoop => "react-loop",
         }
     }
 
@@ -52,6 +57,7 @@ impl Runtime {
             Runtime::PydanticAi => "Pydantic AI",
             Runtime::LangGraph => "LangGraph",
             Runtime::Smolagents => "smolagents",
+            Runtime::ReactLoop => "the article's ReAct loop",
         }
     }
 
@@ -63,6 +69,7 @@ impl Runtime {
             Runtime::PydanticAi => "request_limit",
             Runtime::LangGraph => "recursion_limit",
             Runtime::Smolagents => "max_steps",
+            Runtime::ReactLoop => "max_iterations",
         }
     }
 
@@ -76,7 +83,7 @@ impl Runtime {
         }
     }
 
-    /// The PyPI package that holds the runtime's loop.
+    /// The PyPI package that holds the runtime's loop (the article's loop has none).
     pub fn package(self) -> &'static str {
         match self {
             Runtime::Hermes => "hermes-agent",
@@ -84,6 +91,7 @@ impl Runtime {
             Runtime::PydanticAi => "pydantic-ai-slim",
             Runtime::LangGraph => "langgraph",
             Runtime::Smolagents => "smolagents",
+            Runtime::ReactLoop => "none (the loop-design article)",
         }
     }
 }
@@ -113,10 +121,12 @@ pub enum ProfileName {
     LangGraph1_2,
     /// smolagents 1.26 (`smolagents` 1.26.0), its `ToolCallingAgent`.
     Smolagents1_26,
+    /// The loop-design article's ReAct loop, from its numbers.
+    ReactLoopArticle,
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 8] = [
+    pub const ALL: [ProfileName; 9] = [
         ProfileName::Article2026_06,
         ProfileName::Hermes0_19_0,
         ProfileName::HermesV0_21_5,
@@ -125,6 +135,7 @@ impl ProfileName {
         ProfileName::PydanticAi2_68,
         ProfileName::LangGraph1_2,
         ProfileName::Smolagents1_26,
+        ProfileName::ReactLoopArticle,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -137,6 +148,7 @@ impl ProfileName {
             ProfileName::PydanticAi2_68 => "pydantic-ai-2.68",
             ProfileName::LangGraph1_2 => "langgraph-1.2",
             ProfileName::Smolagents1_26 => "smolagents-1.26",
+            ProfileName::ReactLoopArticle => "react-loop-article",
         }
     }
 
@@ -154,7 +166,7 @@ impl fmt::Display for ProfileName {
 /// An unknown profile name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2, smolagents-1.26)"
+    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2, smolagents-1.26, react-loop-article)"
 )]
 pub struct UnknownProfile(pub String);
 
@@ -197,6 +209,8 @@ pub struct Profile {
     pub tool_guardrails: bool,
     /// The runtime has Hermes's `delegate_task` (child agents with budgets of their own).
     pub delegation: bool,
+    /// What the runtime does to tool results before the model sees them.
+    pub observation: ObservationRules,
 }
 
 impl Profile {
@@ -219,6 +233,7 @@ impl Profile {
             background_delegation: true,
             tool_guardrails: true,
             delegation: true,
+            observation: ObservationRules::NONE,
         };
         match name {
             ProfileName::Article2026_06 => Profile {
@@ -307,6 +322,25 @@ impl Profile {
                 AtCap::FinalAnswerCall,
                 OnEmptyReply::ErrorStep,
             ),
+            // The article's ReAct loop: 12 iterations, then a tools-free final summary call;
+            // a total-token budget and the user's stop checked between rounds; tools timed
+            // out at 30 s, results cut to their first 2,000 characters, a hint to change
+            // strategy after 3 failures of one tool (`observation`). A reply with no action
+            // to parse is a failed iteration. Its token budget has no figure in the article:
+            // 200,000 is loopsim's (`max_total_tokens`).
+            ProfileName::ReactLoopArticle => {
+                let mut p = sdk(
+                    name,
+                    Runtime::ReactLoop,
+                    REACT_LOOP_ITERATIONS,
+                    AtCap::MaxIterationsReached,
+                    OnEmptyReply::ErrorStep,
+                );
+                p.turn.grace = GraceMode::SummaryCall;
+                p.turn.token_budget = Some(REACT_LOOP_TOKEN_BUDGET);
+                p.observation = ObservationRules::REACT_LOOP_ARTICLE;
+                p
+            }
         }
     }
 }
@@ -334,6 +368,7 @@ fn sdk(
             refund_execute_code: false,
             at_cap,
             on_empty_reply,
+            token_budget: None,
         },
         guardrails: GuardrailRules::V0_19,
         child_max_iterations: 50,
@@ -342,8 +377,16 @@ fn sdk(
         background_delegation: false,
         tool_guardrails: false,
         delegation: false,
+        observation: ObservationRules::NONE,
     }
 }
+
+/// The article loop's iteration cap (it names 30 to 50 for exploration tasks).
+pub const REACT_LOOP_ITERATIONS: u64 = 12;
+
+/// The article loop's total-token budget: the article sets one without a figure; this is
+/// loopsim's default (`max_total_tokens`).
+pub const REACT_LOOP_TOKEN_BUDGET: u64 = 200_000;
 
 /// The recursion limit LangChain's `create_agent` binds (`langchain/agents/factory.py`).
 pub const LANGGRAPH_CREATE_AGENT_LIMIT: u64 = 9_999;

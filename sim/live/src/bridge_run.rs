@@ -148,6 +148,11 @@ pub fn unsupported(sc: &Scenario, runtime: Runtime) -> Option<String> {
         Runtime::PydanticAi => crate::pydantic_ai::unsupported(sc),
         Runtime::LangGraph => None,
         Runtime::Smolagents => crate::smolagents::unsupported(sc),
+        Runtime::ReactLoop => Some(
+            "the loop-design article's ReAct loop has no package to run live: its profile is \
+             proved against the article's numbers (docs/runtimes.md)"
+                .into(),
+        ),
     }
 }
 
@@ -199,6 +204,7 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
             spec["tool_inputs"] = serde_json::json!(crate::smolagents::tool_inputs(sc));
             (crate::smolagents::LIVE_PY, spec)
         }
+        Runtime::ReactLoop => unreachable!("refused by `unsupported`"),
     };
     std::fs::write(&script, text).map_err(LiveRunError::Temp)?;
     if opts.runtime != Runtime::Hermes {

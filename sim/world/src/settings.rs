@@ -35,11 +35,47 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
             AtCap::RaiseDroppingLastReply(e) => {
                 format!("raises {} on the last call's reply", e.as_str())
             }
+            AtCap::MaxIterationsReached
+                if c.turn.grace == loopsim_engine::turn::GraceMode::SummaryCall =>
+            {
+                "ends max_iterations_reached after a summary call".into()
+            }
             AtCap::MaxIterationsReached => "ends max_iterations_reached".into(),
             AtCap::FinalAnswerCall => "ends max_steps_error after a final-answer call".into(),
         },
         tool_guardrails: p.tool_guardrails,
+        limits: other_limits(c),
     })
+}
+
+/// The limits a runtime has besides its cap (the article loop's token budget and its rules
+/// for tool results), one line each.
+fn other_limits(c: &EngineConfig) -> Vec<String> {
+    let o = &c.observation;
+    let mut out = Vec::new();
+    if p_is_react(c) {
+        out.push(match c.turn.token_budget {
+            Some(b) => format!("max_total_tokens {b}, then token_budget_exhausted"),
+            None => "max_total_tokens none".into(),
+        });
+        out.push(match o.tool_timeout_s {
+            Some(t) => format!("tool_timeout_s {t} (a timeout observation)"),
+            None => "tool_timeout_s none".into(),
+        });
+        out.push(match o.max_chars {
+            Some(n) => format!("max_observation_chars {n} (the head kept)"),
+            None => "max_observation_chars none".into(),
+        });
+        out.push(match o.failure_hint_after {
+            Some(n) => format!("failure_hint_after {n} (failures of one tool in a row)"),
+            None => "failure_hint_after none".into(),
+        });
+    }
+    out
+}
+
+fn p_is_react(c: &EngineConfig) -> bool {
+    Profile::get(c.profile).runtime == Runtime::ReactLoop
 }
 
 /// One detector family's three thresholds.
@@ -107,6 +143,9 @@ pub struct RuntimeSettings {
     /// What reaching it does, e.g. `raises MaxTurnsExceeded`.
     pub at_cap: String,
     pub tool_guardrails: bool,
+    /// Its other limits, e.g. `max_total_tokens 200000, then token_budget_exhausted`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
 }
 
 impl Settings {
@@ -165,7 +204,7 @@ impl Settings {
     /// One line per setting, for text and Markdown reports.
     pub fn lines(&self) -> Vec<(String, String)> {
         if let Some(r) = &self.runtime {
-            return vec![
+            let mut out = vec![
                 ("engine".into(), format!("{} ({})", self.profile, r.runtime)),
                 ("hard stops".into(), self.hard_stop_rule.clone()),
                 (
@@ -173,6 +212,10 @@ impl Settings {
                     format!("{}, then the run {}", r.cap, r.at_cap),
                 ),
             ];
+            if !r.limits.is_empty() {
+                out.push(("other limits".into(), r.limits.join("; ")));
+            }
+            return out;
         }
         let t = |t: &Thresholds| {
             format!(

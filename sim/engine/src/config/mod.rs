@@ -72,6 +72,8 @@ pub struct EngineConfig {
     pub delegation: DelegationPolicy,
     /// Why hard stops are on or off, as resolved for the platform.
     pub hard_stop_rule: HardStopRule,
+    /// What the runtime does to tool results before the model sees them.
+    pub observation: crate::observation::ObservationRules,
     pub notes: Vec<ConfigNote>,
 }
 
@@ -106,6 +108,7 @@ impl EngineConfig {
                 child_budget: ChildBudget::Independent,
             },
             hard_stop_rule: HardStopRule::Configured,
+            observation: p.observation,
             notes: Vec::new(),
         };
         c.apply_platform();
@@ -180,6 +183,19 @@ impl EngineConfig {
                 AtCap::RaiseDroppingLastReply(_) => 2,
                 AtCap::FinalAnswerCall => 3,
             });
+        }
+        let o = &self.observation;
+        if self.turn.token_budget.is_some() || o.any() {
+            // The article loop's limits (none of them in other profiles, whose hashes this
+            // leaves unchanged).
+            for n in [
+                self.turn.token_budget.unwrap_or(u64::MAX),
+                o.tool_timeout_s.map_or(u64::MAX, f64::to_bits),
+                o.max_chars.map_or(u64::MAX, |c| c as u64),
+                o.failure_hint_after.map_or(u64::MAX, u64::from),
+            ] {
+                b.extend_from_slice(&n.to_le_bytes());
+            }
         }
         crate::hash::Hash::of(&b)
     }

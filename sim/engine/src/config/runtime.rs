@@ -28,6 +28,15 @@ const LANGGRAPH: &[KeySpec] = &[key("recursion_limit", KeyKind::Int { min: 1 })]
 /// smolagents: the agent's own `max_steps` (`ToolCallingAgent(..., max_steps=N)`).
 const SMOLAGENTS: &[KeySpec] = &[key("max_steps", KeyKind::Int { min: 0 })];
 
+/// The article's ReAct loop: its numbers, in loopsim's names (the article names none).
+const REACT_LOOP: &[KeySpec] = &[
+    key("max_iterations", KeyKind::Int { min: 0 }),
+    key("max_total_tokens", KeyKind::Int { min: 1 }),
+    key("tool_timeout_s", KeyKind::Seconds),
+    key("max_observation_chars", KeyKind::Int { min: 1 }),
+    key("failure_hint_after", KeyKind::Int { min: 1 }),
+];
+
 /// The keys `runtime` reads (empty for Hermes, whose table is [`super::keys::SIMULATED`]).
 pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
     match runtime {
@@ -36,6 +45,7 @@ pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
         Runtime::PydanticAi => PYDANTIC_AI,
         Runtime::LangGraph => LANGGRAPH,
         Runtime::Smolagents => SMOLAGENTS,
+        Runtime::ReactLoop => REACT_LOOP,
     }
 }
 
@@ -138,6 +148,68 @@ impl EngineConfig {
         Ok(())
     }
 
+    /// The article loop's settings; `null` turns a limit off (the cap excepted).
+    fn read_react_loop(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
+        let bad = |n: &Node, key: &str, message: &str| ConfigError::Value {
+            file: file.to_string(),
+            line: n.line,
+            key: key.to_string(),
+            message: message.to_string(),
+        };
+        // An integer of at least `min`, or `null` for none.
+        let int = |key: &str, min: i128, what: &str| -> Result<Option<Option<u64>>, ConfigError> {
+            let Some(n) = root.get(key) else {
+                return Ok(None);
+            };
+            match n.value {
+                Yaml::Null if key != "max_iterations" => Ok(Some(None)),
+                Yaml::Int(v) if v >= min => Ok(Some(Some(u64::try_from(v).unwrap_or(u64::MAX)))),
+                _ => Err(bad(n, key, what)),
+            }
+        };
+        if let Some(Some(v)) = int("max_iterations", 0, "an integer of at least 0, iterations")? {
+            self.max_iterations = v;
+            self.cap_setting = Some(v);
+        }
+        if let Some(v) = int(
+            "max_total_tokens",
+            1,
+            "an integer of at least 1 (tokens), or null for no budget",
+        )? {
+            self.turn.token_budget = v;
+        }
+        if let Some(v) = int(
+            "max_observation_chars",
+            1,
+            "an integer of at least 1 (characters), or null for whole results",
+        )? {
+            self.observation.max_chars = v.map(|c| usize::try_from(c).unwrap_or(usize::MAX));
+        }
+        if let Some(v) = int(
+            "failure_hint_after",
+            1,
+            "an integer of at least 1 (failures in a row), or null for no hint",
+        )? {
+            self.observation.failure_hint_after = v.map(|c| u32::try_from(c).unwrap_or(u32::MAX));
+        }
+        if let Some(n) = root.get("tool_timeout_s") {
+            let secs = match n.value {
+                Yaml::Null => None,
+                Yaml::Int(v) if v > 0 => Some(v as f64),
+                Yaml::Float(v) if v > 0.0 && v.is_finite() => Some(v),
+                _ => {
+                    return Err(bad(
+                        n,
+                        "tool_timeout_s",
+                        "a number of seconds above 0, or null for no timeout",
+                    ));
+                }
+            };
+            self.observation.tool_timeout_s = secs;
+        }
+        Ok(())
+    }
+
     /// Reads a non-Hermes runtime's settings. Values are checked strictly: the runtime takes
     /// them as Python arguments, where a wrong type is an error, not a default.
     pub(super) fn read_runtime(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
@@ -212,6 +284,7 @@ impl EngineConfig {
                     self.cap_setting = Some(self.max_iterations);
                 }
             }
+            Runtime::ReactLoop => self.read_react_loop(root, file)?,
         }
         Ok(())
     }
@@ -277,6 +350,37 @@ mod tests {
         // Both allow 12 model calls; only 24 acts on the last one's reply.
         assert_ne!(lg("recursion_limit: 23\n"), lg("recursion_limit: 24\n"));
         assert_eq!(lg("recursion_limit: 24\n"), lg("recursion_limit: 24\n"));
+    }
+
+    #[test]
+    fn the_article_loop_reads_its_limits_and_null_turns_one_off() {
+        let read = |t: &str| {
+            let root = yaml::parse(t).unwrap();
+            EngineConfig::from_node(ProfileName::ReactLoopArticle, None, &root, "c.yaml")
+        };
+        let d = read("{}\n").unwrap();
+        assert_eq!((d.max_iterations, d.turn.token_budget), (12, Some(200_000)));
+        assert_eq!(d.observation.tool_timeout_s, Some(30.0));
+        let c = read(
+            "max_iterations: 40\nmax_total_tokens: null\ntool_timeout_s: 2.5\nmax_observation_chars: 100\nfailure_hint_after: 2\n",
+        )
+        .unwrap();
+        assert_eq!((c.max_iterations, c.turn.token_budget), (40, None));
+        assert_eq!(c.observation.tool_timeout_s, Some(2.5));
+        assert_eq!(c.observation.max_chars, Some(100));
+        assert_eq!(c.observation.failure_hint_after, Some(2));
+        assert_ne!(c.fingerprint(), d.fingerprint());
+        for (text, key) in [
+            ("max_iterations: null\n", "max_iterations"),
+            ("max_total_tokens: 0\n", "max_total_tokens"),
+            ("tool_timeout_s: -1\n", "tool_timeout_s"),
+            ("failure_hint_after: three\n", "failure_hint_after"),
+        ] {
+            let e = read(text).unwrap_err().to_string();
+            assert!(e.contains("c.yaml") && e.contains(key), "{text}: {e}");
+        }
+        let typo = read("max_total_token: 5\n").unwrap_err().to_string();
+        assert!(typo.contains("did you mean `max_total_tokens`"), "{typo}");
     }
 
     #[test]

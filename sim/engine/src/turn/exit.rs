@@ -100,6 +100,8 @@ pub enum ExitReason {
     /// smolagents ran `max_steps` steps without an answer and made its final-answer call
     /// (the run's `state`).
     MaxStepsError,
+    /// The run spent its total-token budget (the article's loop): no further call.
+    TokenBudgetExhausted,
 }
 
 fn cut80(s: &str) -> &str {
@@ -141,6 +143,7 @@ impl fmt::Display for ExitReason {
             ContextCompressionTimeout => f.write_str("context_compression_timeout"),
             Raised(e) => write!(f, "raised({})", e.as_str()),
             MaxStepsError => f.write_str("max_steps_error"),
+            TokenBudgetExhausted => f.write_str("token_budget_exhausted"),
         }
     }
 }
@@ -148,7 +151,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 26] = [
+    pub const FORMS: [&'static str; 27] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -175,6 +178,7 @@ impl ExitReason {
         "context_compression_timeout",
         "raised(EXCEPTION)",
         "max_steps_error",
+        "token_budget_exhausted",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -238,6 +242,7 @@ impl ExitReason {
             ContextCompressionExhausted,
             ContextCompressionTimeout,
             MaxStepsError,
+            TokenBudgetExhausted,
         ];
         plain.into_iter().find(|r| r.to_string() == s)
     }
@@ -245,12 +250,12 @@ impl ExitReason {
 
 impl ExitReason {
     /// Whether another runtime's own limit ended the turn: an exception it raises at its
-    /// cap, or smolagents' final answer at `max_steps`. Reports, sweeps and `check` count it
+    /// cap, smolagents' final answer at `max_steps`, or the article loop's token budget. Reports, sweeps and `check` count it
     /// as the run's stop, as a guardrail halt is Hermes's.
     pub fn is_runtime_limit(&self) -> bool {
         match self {
             ExitReason::Raised(e) => e.is_limit(),
-            ExitReason::MaxStepsError => true,
+            ExitReason::MaxStepsError | ExitReason::TokenBudgetExhausted => true,
             _ => false,
         }
     }
@@ -310,6 +315,7 @@ mod tests {
             ExitReason::ContextCompressionTimeout,
             ExitReason::Raised(LimitError::MaxTurnsExceeded),
             ExitReason::MaxStepsError,
+            ExitReason::TokenBudgetExhausted,
         ];
         for r in samples {
             assert_eq!(ExitReason::parse(&r.to_string()), Some(r.clone()), "{r}");
@@ -323,6 +329,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 26);
+        assert_eq!(ExitReason::FORMS.len(), 27);
     }
 }

@@ -45,6 +45,9 @@ pub struct TurnRules {
     pub at_cap: AtCap,
     /// What an empty reply (no text, no tool calls) does.
     pub on_empty_reply: OnEmptyReply,
+    /// The run's total-token budget (input and output of its model calls), checked before
+    /// each call: spent, the turn ends `token_budget_exhausted` (the article's loop).
+    pub token_budget: Option<u64>,
 }
 
 /// How a runtime takes an empty reply.
@@ -89,6 +92,7 @@ impl TurnRules {
         refund_execute_code: true,
         at_cap: AtCap::MaxIterationsReached,
         on_empty_reply: OnEmptyReply::Recover,
+        token_budget: None,
     };
 }
 
@@ -140,6 +144,8 @@ pub struct TurnGovernor {
     nudged_this_round: bool,
     /// The last reply was empty: an exhausted budget then ends the turn without a summary.
     last_reply_empty: bool,
+    /// Input and output tokens of this turn's model calls ([`TurnRules::token_budget`]).
+    tokens_used: u64,
 }
 
 /// Empty replies Hermes retries in a turn before it gives up (`agent/conversation_loop.py`,
@@ -197,7 +203,13 @@ impl TurnGovernor {
             empty_retries: 0,
             nudged_this_round: false,
             last_reply_empty: false,
+            tokens_used: 0,
         }
+    }
+
+    /// A model call of this turn used `tokens` (input and output).
+    pub fn note_tokens(&mut self, tokens: u64) {
+        self.tokens_used = self.tokens_used.saturating_add(tokens);
     }
 
     pub fn api_call_count(&self) -> u64 {
@@ -238,6 +250,14 @@ impl TurnGovernor {
         if interrupt_requested {
             self.exit = ExitReason::InterruptedByUser;
             self.interrupted = true;
+            return Step::Exit;
+        }
+        if self
+            .rules
+            .token_budget
+            .is_some_and(|b| self.tokens_used >= b)
+        {
+            self.exit = ExitReason::TokenBudgetExhausted;
             return Step::Exit;
         }
         self.api_call_count += 1;
@@ -375,9 +395,9 @@ impl TurnGovernor {
             self.api_call_count >= self.max_iterations || self.budget.remaining() <= self.reserve;
         let mut summary_call = false;
         // Hermes's rules for a loop that stopped on an empty reply; another runtime's cap
-        // raises whatever the last reply was.
-        let hermes_cap = self.rules.at_cap == AtCap::MaxIterationsReached;
-        let last_reply_empty = self.last_reply_empty && hermes_cap;
+        // acts whatever the last reply was.
+        let hermes_rules = self.rules.on_empty_reply == OnEmptyReply::Recover;
+        let last_reply_empty = self.last_reply_empty && hermes_rules;
         if last_reply_empty && matches!(self.exit, ExitReason::BudgetExhausted) {
             // The loop stopped on an empty reply: Hermes's final response is an empty string,
             // not none, so its finalizer neither rewrites the reason nor asks for a summary.

@@ -47,7 +47,10 @@ impl Scenario {
                 ));
             }
         }
-        for profile in profiles {
+        // `[config]` is in the keys of the scenario's own runtime: a profile of another
+        // runtime runs at its own defaults, so its expectations do not read it.
+        let own = self.profile.runtime();
+        for profile in profiles.into_iter().filter(|p| p.runtime() == own) {
             if let Some(issue) = keys::check(&self.config_node, profile, Scope::Scenario)
                 .into_iter()
                 .find(|i| !matches!(i.problem, KeyProblem::NotRead { .. }))

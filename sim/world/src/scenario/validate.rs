@@ -450,6 +450,9 @@ impl Scenario {
                         format!("`{c}` is a warning or allow code, not a stop (block or halt)"),
                     );
                 }
+                // Another runtime's limit stops a run too (`raised(MaxTurnsExceeded)`,
+                // `token_budget_exhausted`).
+                None if ExitReason::parse(c).is_some_and(|r| r.is_runtime_limit()) => {}
                 None => {
                     let hint = loopsim_engine::config::keys::nearest(
                         c,
@@ -459,7 +462,9 @@ impl Scenario {
                     .unwrap_or_default();
                     return l.err(
                         &format!("{at}.stop_code"),
-                        format!("`{c}` is not a guardrail decision code{hint}; `loopsim codes` lists them"),
+                        format!(
+                            "`{c}` is not a guardrail decision code or another runtime's limit{hint}; `loopsim codes` lists them"
+                        ),
                     );
                 }
             }

@@ -36,6 +36,7 @@
 
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::{self, Value};
+use loopsim_engine::observation::{ObservationRules, cut_head, cut_tokens};
 use loopsim_engine::turn::compression::{Compression, Gate};
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
@@ -50,6 +51,9 @@ pub use tools::{ApprovalCall, ToolRun, render_result};
 
 /// Context tokens a refused call's short synthetic result adds.
 pub const REFUSED_RESULT_TOKENS: u64 = 60;
+/// Context tokens a runtime's strategy-switch hint adds to the result it joins.
+pub const STRATEGY_HINT_TOKENS: u64 = 30;
+
 /// Context tokens each child's report adds to its parent's context.
 pub const CHILD_REPORT_TOKENS: u64 = 300;
 
@@ -139,6 +143,8 @@ pub struct ScriptedAgent<'s> {
     tools: tools::Tools,
     /// Tasks this agent has delegated so far (its children's names count on from it).
     delegated: u32,
+    /// What the runtime does to a result before the model sees it.
+    observation: ObservationRules,
 }
 
 impl<'s> ScriptedAgent<'s> {
@@ -163,7 +169,15 @@ impl<'s> ScriptedAgent<'s> {
             compression_rng: None,
             seed,
             delegated: 0,
+            observation: ObservationRules::NONE,
         }
+    }
+
+    /// The agent under a runtime that times tools out, cuts their results or adds a hint
+    /// to them ([`ObservationRules`]).
+    pub fn with_observation_rules(mut self, rules: ObservationRules) -> Self {
+        self.observation = rules;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -455,9 +469,22 @@ impl<'s> ScriptedAgent<'s> {
     /// failure, result text and tokens (added to the context), and the approval call first
     /// where the tool needs one.
     pub fn run_tool(&mut self, c: &CallSpec, now_s: f64) -> ToolRun {
-        let run = self.tools.run(self.file, &self.name, c, self.rep, now_s);
+        let timeout = self.observation.tool_timeout_s;
+        let mut run = self
+            .tools
+            .run(self.file, &self.name, c, self.rep, now_s, timeout);
+        if let Some(max) = self.observation.max_chars {
+            // The model sees the result's head: its text cut, its size at most the cut's.
+            run.result = cut_head(&run.result, max).0;
+            run.tokens = cut_tokens(run.tokens, max);
+        }
         self.context += run.tokens;
         run
+    }
+
+    /// The runtime's hint to change strategy joins the last result.
+    pub fn strategy_hint(&mut self) {
+        self.context += STRATEGY_HINT_TOKENS;
     }
 
     /// A `delegate_task` call for `tasks` children running `child_spec`: its arguments and

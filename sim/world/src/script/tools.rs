@@ -65,6 +65,7 @@ impl Tools {
         c: &CallSpec,
         rep: u32,
         now_s: f64,
+        runtime_timeout_s: Option<f64>,
     ) -> ToolRun {
         let tool = c.tool.get_ref();
         let spec = &file.tools[tool];
@@ -83,8 +84,16 @@ impl Tools {
             .unwrap_or_else(|| rng.random::<f64>() < *spec.fail_probability.get_ref());
         let tokens = spec.result_tokens.get_ref().sample(rng).round() as u64;
         let mut timed_out = false;
-        if let Some(to) = &spec.timeout_s {
-            let to = Duration::from_secs_f64(*to.get_ref());
+        // The tool's own timeout, or the runtime's, whichever comes first.
+        let timeout = match (
+            spec.timeout_s.as_ref().map(|t| *t.get_ref()),
+            runtime_timeout_s,
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(to) = timeout {
+            let to = Duration::from_secs_f64(to);
             if dur > to {
                 dur = to;
                 timed_out = true;

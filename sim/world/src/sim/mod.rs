@@ -18,6 +18,7 @@ use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, No
 use crate::guard_log::{GuardCall, Logged};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
+use loopsim_engine::observation::FailureStreaks;
 use loopsim_engine::turn::{
     EmptyReply, ExitReason, FinishReason, OnEmptyReply, Step as TurnStep, TurnGovernor, batch,
 };
@@ -86,6 +87,8 @@ struct Agent<'s> {
     /// Messages in the conversation since its last tool result (none yet: `None`).
     since_tool: Option<u32>,
     round_flagged: bool,
+    /// Failures in a row per tool, for a runtime that hints at a change of strategy.
+    failure_streaks: FailureStreaks,
     call_started: Instant,
     waiting_batch: Option<usize>,
     pending_results: Vec<usize>,
@@ -282,7 +285,8 @@ impl<'s> World<'s> {
         let gov = TurnGovernor::new(cfg.turn, max);
         let id = self.agents.len();
         self.agents.push(Agent {
-            script: ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed),
+            script: ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
+                .with_observation_rules(cfg.observation),
             name,
             spec,
             depth,
@@ -325,6 +329,7 @@ impl<'s> World<'s> {
             round_calls: Vec::new(),
             since_tool: None,
             round_flagged: false,
+            failure_streaks: FailureStreaks::default(),
             call_started: self.sched.now(),
             waiting_batch: None,
             pending_results: Vec::new(),
@@ -454,6 +459,7 @@ impl<'s> World<'s> {
                 let ag = &mut self.agents[a];
                 let model = ag.script.model();
                 ag.calls += 1;
+                ag.gov.note_tokens(call.input_tokens + call.output_tokens);
                 ag.plan = Some(call.reply);
                 let latency = call.latency;
                 // The request goes out once a compression before it is done.

@@ -209,7 +209,40 @@ impl World<'_> {
                 self.trace.line(&e);
             }
         }
+        self.strategy_hint(a, p.tool, p.failed);
         self.agents[a].call_index += 1;
         self.next_call(a);
     }
+
+    /// A runtime that hints at a change of strategy after failures in a row of one tool
+    /// (the article's loop): the hint joins this result, and the model may heed it as it
+    /// would a warning.
+    fn strategy_hint(&mut self, a: AgentId, tool: &str, failed: bool) {
+        let ag = &mut self.agents[a];
+        let Some(after) = ag.cfg.observation.failure_hint_after else {
+            return;
+        };
+        if !ag.failure_streaks.observe(tool, failed, after) {
+            return;
+        }
+        ag.script.strategy_hint();
+        ag.notices += 1;
+        ag.round_flagged = true;
+        if ag.first_warning.is_none() {
+            ag.first_warning = Some((ag.calls, self.sched.now().0));
+        }
+        if let Some(s) = &mut ag.series {
+            s.warnings_us.push(self.sched.now().0);
+        }
+        if self.trace.enabled() {
+            let mut e = self.event(a, "notice");
+            e.tool = Some(tool.to_string());
+            e.detail = Some(STRATEGY_HINT.into());
+            e.count = Some(after);
+            self.trace.line(&e);
+        }
+    }
 }
+
+/// The notice a runtime's strategy-switch hint is traced as.
+pub const STRATEGY_HINT: &str = "strategy_switch_hint";

@@ -25,6 +25,7 @@ impl World<'_> {
             }
         };
         ag.guard.reset_turn();
+        ag.failure_streaks.reset();
         ag.script.start_turn(on_result);
         // The turn's user message (or the background result's note).
         ag.messages_after_tools(1);
