@@ -33,6 +33,9 @@ fn profile_about(p: ProfileName) -> &'static str {
         ProfileName::Smolagents1_26 => {
             "smolagents 1.26.0 from PyPI (ToolCallingAgent): max_steps 20, then a final-answer call; no loop detection"
         }
+        ProfileName::OpenHandsSdk1_58 => {
+            "openhands-sdk 1.58.2 from PyPI: max_iteration_per_run 500, and its stuck detector (4 repeated action/observation pairs, 3 empty replies, A/B alternation over 6)"
+        }
         ProfileName::ReactLoopArticle => {
             "the loop-design article's ReAct loop: 12 iterations then a summary call, a token budget, 30 s tool timeouts, results cut to 2,000 characters, a hint after 3 failures of a tool"
         }

@@ -53,6 +53,12 @@ const LIVE_RUNTIMES: &[(Runtime, ProfileName, &str, &str)] = &[
         "LOOPSIM_SMOLAGENTS_PYTHON",
         "smolagents-venv",
     ),
+    (
+        Runtime::OpenHands,
+        ProfileName::OpenHandsSdk1_58,
+        "LOOPSIM_OPENHANDS_PYTHON",
+        "openhands-venv",
+    ),
 ];
 
 /// A live runtime: which, the Python that has it, and its default profile.
@@ -62,7 +68,7 @@ pub struct LiveRuntime {
     pub profile: ProfileName,
 }
 
-/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents, pydantic-ai, langgraph, smolagents.
+/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents, pydantic-ai, langgraph, smolagents, openhands.
 pub fn parse_runtime(s: &str) -> Result<LiveRuntime> {
     let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
     let names: Vec<&str> = LIVE_RUNTIMES.iter().map(|r| r.0.as_str()).collect();

@@ -47,6 +47,7 @@ pub mod json;
 pub mod observation;
 pub mod platform;
 pub mod profile;
+pub mod stuck;
 pub mod turn;
 pub mod yaml;
 

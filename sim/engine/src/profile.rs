@@ -9,6 +9,7 @@ use crate::budget::UNLIMITED;
 use crate::guardrails::GuardrailRules;
 use crate::hash::ResultHashing;
 use crate::observation::ObservationRules;
+use crate::stuck::StuckThresholds;
 use crate::turn::{AtCap, GraceMode, LimitError, OnEmptyReply, TurnRules};
 
 /// The agent runtime whose governance a profile ports.
@@ -26,16 +27,19 @@ pub enum Runtime {
     Smolagents,
     /// The ReAct loop of the loop-design article: no package, its numbers.
     ReactLoop,
+    /// OpenHands' agent SDK (`openhands-sdk`): `Conversation(agent, max_iteration_per_run=500)`.
+    OpenHands,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 6] = [
+    pub const ALL: [Runtime; 7] = [
         Runtime::Hermes,
         Runtime::OpenAiAgents,
         Runtime::PydanticAi,
         Runtime::LangGraph,
         Runtime::Smolagents,
         Runtime::ReactLoop,
+        Runtime::OpenHands,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +50,7 @@ impl Runtime {
             Runtime::LangGraph => "langgraph",
             Runtime::Smolagents => "smolagents",
             Runtime::ReactLoop => "react-loop",
+            Runtime::OpenHands => "openhands",
         }
     }
 
@@ -58,6 +63,7 @@ impl Runtime {
             Runtime::LangGraph => "LangGraph",
             Runtime::Smolagents => "smolagents",
             Runtime::ReactLoop => "the article's ReAct loop",
+            Runtime::OpenHands => "OpenHands",
         }
     }
 
@@ -70,6 +76,7 @@ impl Runtime {
             Runtime::LangGraph => "recursion_limit",
             Runtime::Smolagents => "max_steps",
             Runtime::ReactLoop => "max_iterations",
+            Runtime::OpenHands => "max_iteration_per_run",
         }
     }
 
@@ -92,6 +99,7 @@ impl Runtime {
             Runtime::LangGraph => "langgraph",
             Runtime::Smolagents => "smolagents",
             Runtime::ReactLoop => "none (the loop-design article)",
+            Runtime::OpenHands => "openhands-sdk",
         }
     }
 }
@@ -123,10 +131,12 @@ pub enum ProfileName {
     Smolagents1_26,
     /// The loop-design article's ReAct loop, from its numbers.
     ReactLoopArticle,
+    /// OpenHands' agent SDK 1.58 (`openhands-sdk` 1.58.2).
+    OpenHandsSdk1_58,
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 9] = [
+    pub const ALL: [ProfileName; 10] = [
         ProfileName::Article2026_06,
         ProfileName::Hermes0_19_0,
         ProfileName::HermesV0_21_5,
@@ -136,6 +146,7 @@ impl ProfileName {
         ProfileName::LangGraph1_2,
         ProfileName::Smolagents1_26,
         ProfileName::ReactLoopArticle,
+        ProfileName::OpenHandsSdk1_58,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -149,6 +160,7 @@ impl ProfileName {
             ProfileName::LangGraph1_2 => "langgraph-1.2",
             ProfileName::Smolagents1_26 => "smolagents-1.26",
             ProfileName::ReactLoopArticle => "react-loop-article",
+            ProfileName::OpenHandsSdk1_58 => "openhands-sdk-1.58",
         }
     }
 
@@ -166,7 +178,7 @@ impl fmt::Display for ProfileName {
 /// An unknown profile name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2, smolagents-1.26, react-loop-article)"
+    "unknown profile `{0}` (expected one of: article-2026-06, hermes-0.19.0, hermes-v0.21.5, hermes-main, openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2, smolagents-1.26, react-loop-article, openhands-sdk-1.58)"
 )]
 pub struct UnknownProfile(pub String);
 
@@ -211,6 +223,8 @@ pub struct Profile {
     pub delegation: bool,
     /// What the runtime does to tool results before the model sees them.
     pub observation: ObservationRules,
+    /// OpenHands' stuck detector and its thresholds (`None`: the runtime has none).
+    pub stuck_detection: Option<StuckThresholds>,
 }
 
 impl Profile {
@@ -234,6 +248,7 @@ impl Profile {
             tool_guardrails: true,
             delegation: true,
             observation: ObservationRules::NONE,
+            stuck_detection: None,
         };
         match name {
             ProfileName::Article2026_06 => Profile {
@@ -341,6 +356,22 @@ impl Profile {
                 p.observation = ObservationRules::REACT_LOOP_ARTICLE;
                 p
             }
+            // A conversation's `run()` makes at most `max_iteration_per_run` steps (500), one
+            // model call each, checked after each step: then status ERROR and no further
+            // call. Before every step the stuck detector reads the last events and stops the
+            // run (status STUCK) when they repeat. A reply with neither text nor tool calls
+            // gets a nudge and the loop goes on (three in a row are stuck).
+            ProfileName::OpenHandsSdk1_58 => {
+                let mut p = sdk(
+                    name,
+                    Runtime::OpenHands,
+                    500,
+                    AtCap::ConversationError,
+                    OnEmptyReply::ErrorStep,
+                );
+                p.stuck_detection = Some(StuckThresholds::DEFAULT);
+                p
+            }
         }
     }
 }
@@ -378,6 +409,7 @@ fn sdk(
         tool_guardrails: false,
         delegation: false,
         observation: ObservationRules::NONE,
+        stuck_detection: None,
     }
 }
 

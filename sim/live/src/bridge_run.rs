@@ -82,10 +82,13 @@ pub enum LiveRunError {
     Unsupported(String),
 }
 
+/// A runtime's name at the start of a sentence: "The OpenAI Agents SDK", but "smolagents"
+/// as its authors write it.
 fn capital(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+    match s.strip_prefix("the ") {
+        Some(rest) => format!("The {rest}"),
+        None => s.to_string(),
+    }
 }
 
 /// The first user message: the scenario's description and name.
@@ -148,6 +151,7 @@ pub fn unsupported(sc: &Scenario, runtime: Runtime) -> Option<String> {
         Runtime::PydanticAi => crate::pydantic_ai::unsupported(sc),
         Runtime::LangGraph => None,
         Runtime::Smolagents => crate::smolagents::unsupported(sc),
+        Runtime::OpenHands => crate::openhands::unsupported(sc),
         Runtime::ReactLoop => Some(
             "the loop-design article's ReAct loop has no package to run live: its profile is \
              proved against the article's numbers (docs/runtimes.md)"
@@ -204,6 +208,7 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
             spec["tool_inputs"] = serde_json::json!(crate::smolagents::tool_inputs(sc));
             (crate::smolagents::LIVE_PY, spec)
         }
+        Runtime::OpenHands => (crate::openhands::LIVE_PY, sdk_spec(sc, opts, &server)?),
         Runtime::ReactLoop => unreachable!("refused by `unsupported`"),
     };
     std::fs::write(&script, text).map_err(LiveRunError::Temp)?;

@@ -42,6 +42,7 @@ pub mod compare;
 pub mod hermes;
 pub mod openai;
 pub mod openai_agents;
+pub mod openhands;
 pub mod pydantic_ai;
 pub mod server;
 pub mod smolagents;

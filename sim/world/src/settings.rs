@@ -42,6 +42,9 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
             }
             AtCap::MaxIterationsReached => "ends max_iterations_reached".into(),
             AtCap::FinalAnswerCall => "ends max_steps_error after a final-answer call".into(),
+            AtCap::ConversationError => {
+                "ends conversation_error(MaxIterationsReached), with no further call".into()
+            }
         },
         tool_guardrails: p.tool_guardrails,
         limits: other_limits(c),
@@ -53,6 +56,15 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
 fn other_limits(c: &EngineConfig) -> Vec<String> {
     let o = &c.observation;
     let mut out = Vec::new();
+    if Profile::get(c.profile).runtime == Runtime::OpenHands {
+        out.push(match c.stuck {
+            Some(t) => format!(
+                "stuck detection: action_observation {}, action_error {}, monologue {}, alternating_pattern {} (then conversation_stuck)",
+                t.action_observation, t.action_error, t.monologue, t.alternating_pattern
+            ),
+            None => "stuck detection off".into(),
+        });
+    }
     if p_is_react(c) {
         out.push(match c.turn.token_budget {
             Some(b) => format!("max_total_tokens {b}, then token_budget_exhausted"),

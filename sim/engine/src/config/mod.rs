@@ -74,6 +74,8 @@ pub struct EngineConfig {
     pub hard_stop_rule: HardStopRule,
     /// What the runtime does to tool results before the model sees them.
     pub observation: crate::observation::ObservationRules,
+    /// OpenHands' stuck detector (`None`: off, or a runtime without one).
+    pub stuck: Option<crate::stuck::StuckThresholds>,
     pub notes: Vec<ConfigNote>,
 }
 
@@ -109,6 +111,7 @@ impl EngineConfig {
             },
             hard_stop_rule: HardStopRule::Configured,
             observation: p.observation,
+            stuck: p.stuck_detection,
             notes: Vec::new(),
         };
         c.apply_platform();
@@ -182,7 +185,20 @@ impl EngineConfig {
                 AtCap::Raise(_) => 1,
                 AtCap::RaiseDroppingLastReply(_) => 2,
                 AtCap::FinalAnswerCall => 3,
+                AtCap::ConversationError => 4,
             });
+        }
+        if let Some(t) = self.stuck {
+            for n in [
+                t.action_observation,
+                t.action_error,
+                t.monologue,
+                t.alternating_pattern,
+            ] {
+                b.extend_from_slice(&(n as u64).to_le_bytes());
+            }
+        } else if self.profile.runtime() == crate::profile::Runtime::OpenHands {
+            b.push(0xff);
         }
         let o = &self.observation;
         if self.turn.token_budget.is_some() || o.any() {

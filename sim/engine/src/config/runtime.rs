@@ -26,7 +26,7 @@ const PYDANTIC_AI: &[KeySpec] = &[key("request_limit", KeyKind::Int { min: 0 })]
 const LANGGRAPH: &[KeySpec] = &[key("recursion_limit", KeyKind::Int { min: 1 })];
 
 /// smolagents: the agent's own `max_steps` (`ToolCallingAgent(..., max_steps=N)`).
-const SMOLAGENTS: &[KeySpec] = &[key("max_steps", KeyKind::Int { min: 0 })];
+const SMOLAGENTS: &[KeySpec] = &[key("max_steps", KeyKind::Int { min: 1 })];
 
 /// The article's ReAct loop: its numbers, in loopsim's names (the article names none).
 const REACT_LOOP: &[KeySpec] = &[
@@ -35,6 +35,29 @@ const REACT_LOOP: &[KeySpec] = &[
     key("tool_timeout_s", KeyKind::Seconds),
     key("max_observation_chars", KeyKind::Int { min: 1 }),
     key("failure_hint_after", KeyKind::Int { min: 1 }),
+];
+
+/// OpenHands: the arguments of `Conversation(...)` that govern the loop.
+const OPENHANDS: &[KeySpec] = &[
+    key("max_iteration_per_run", KeyKind::Int { min: 0 }),
+    key("stuck_detection", KeyKind::Bool),
+    key("stuck_detection_thresholds", KeyKind::Section),
+    key(
+        "stuck_detection_thresholds.action_observation",
+        KeyKind::Int { min: 1 },
+    ),
+    key(
+        "stuck_detection_thresholds.action_error",
+        KeyKind::Int { min: 1 },
+    ),
+    key(
+        "stuck_detection_thresholds.monologue",
+        KeyKind::Int { min: 1 },
+    ),
+    key(
+        "stuck_detection_thresholds.alternating_pattern",
+        KeyKind::Int { min: 1 },
+    ),
 ];
 
 /// The keys `runtime` reads (empty for Hermes, whose table is [`super::keys::SIMULATED`]).
@@ -46,6 +69,7 @@ pub fn keys(runtime: Runtime) -> &'static [KeySpec] {
         Runtime::LangGraph => LANGGRAPH,
         Runtime::Smolagents => SMOLAGENTS,
         Runtime::ReactLoop => REACT_LOOP,
+        Runtime::OpenHands => OPENHANDS,
     }
 }
 
@@ -210,6 +234,90 @@ impl EngineConfig {
         Ok(())
     }
 
+    /// OpenHands' settings: the cap, and the stuck detector (off, or its thresholds).
+    fn read_openhands(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
+        let bad = |n: &Node, key: &str, message: String| ConfigError::Value {
+            file: file.to_string(),
+            line: n.line,
+            key: key.to_string(),
+            message,
+        };
+        if let Some(n) = root.get("max_iteration_per_run") {
+            let Yaml::Int(v) = n.value else {
+                return Err(bad(n, "max_iteration_per_run", "an integer, steps".into()));
+            };
+            if v < 0 {
+                return Err(bad(
+                    n,
+                    "max_iteration_per_run",
+                    format!("{v}: a number of steps of at least 0"),
+                ));
+            }
+            if v == 0 {
+                // The cap is checked after each step: the first one always runs.
+                self.notes.push(ConfigNote {
+                    line: n.line,
+                    key: "max_iteration_per_run".into(),
+                    message: "0: OpenHands checks it after each step, so one step runs".into(),
+                });
+            }
+            self.max_iterations = u64::try_from(v.max(1)).unwrap_or(u64::MAX);
+            self.cap_setting = Some(u64::try_from(v).unwrap_or(u64::MAX));
+        }
+        if let Some(n) = root.get("stuck_detection") {
+            let Yaml::Bool(on) = n.value else {
+                return Err(bad(n, "stuck_detection", "true or false".into()));
+            };
+            self.stuck = on.then_some(crate::stuck::StuckThresholds::DEFAULT);
+        }
+        if let Some(t) = root.get("stuck_detection_thresholds") {
+            let Yaml::Map(pairs) = &t.value else {
+                return Err(bad(
+                    t,
+                    "stuck_detection_thresholds",
+                    "a mapping of thresholds".into(),
+                ));
+            };
+            let mut th = self.stuck.unwrap_or(crate::stuck::StuckThresholds::DEFAULT);
+            let names = [
+                "action_observation",
+                "action_error",
+                "monologue",
+                "alternating_pattern",
+            ];
+            for (k, v) in pairs {
+                let name = match &k.value {
+                    Yaml::Str(s) => s.as_str(),
+                    _ => "",
+                };
+                let path = format!("stuck_detection_thresholds.{name}");
+                let Some(slot) = (match name {
+                    "action_observation" => Some(&mut th.action_observation),
+                    "action_error" => Some(&mut th.action_error),
+                    "monologue" => Some(&mut th.monologue),
+                    "alternating_pattern" => Some(&mut th.alternating_pattern),
+                    _ => None,
+                }) else {
+                    let hint = nearest(name, names.iter().copied())
+                        .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
+                    return Err(bad(
+                        k,
+                        &path,
+                        format!("not a threshold OpenHands has{hint}"),
+                    ));
+                };
+                match v.value {
+                    Yaml::Int(x) if x >= 1 => *slot = usize::try_from(x).unwrap_or(usize::MAX),
+                    _ => return Err(bad(v, &path, "an integer of at least 1".into())),
+                }
+            }
+            if self.stuck.is_some() || root.get("stuck_detection").is_none() {
+                self.stuck = Some(th);
+            }
+        }
+        Ok(())
+    }
+
     /// Reads a non-Hermes runtime's settings. Values are checked strictly: the runtime takes
     /// them as Python arguments, where a wrong type is an error, not a default.
     pub(super) fn read_runtime(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
@@ -263,28 +371,21 @@ impl EngineConfig {
                     let Yaml::Int(v) = n.value else {
                         return Err(bad(n, "max_steps", "an integer, the run's steps".into()));
                     };
-                    if v < 0 {
-                        // Its run loop never starts and its final-answer branch is skipped:
-                        // the run fails with an UnboundLocalError.
+                    if v < 1 {
+                        // No step runs, and the run fails after (0) or instead of (below 0)
+                        // its final-answer call, with an UnboundLocalError.
                         return Err(bad(
                             n,
                             "max_steps",
-                            format!("{v}: smolagents fails on a negative max_steps"),
+                            format!("{v}: smolagents fails on a max_steps below 1"),
                         ));
-                    }
-                    if v == 0 {
-                        self.notes.push(ConfigNote {
-                            line: n.line,
-                            key: "max_steps".into(),
-                            message: "0: no step runs; the run makes only its final-answer call"
-                                .into(),
-                        });
                     }
                     self.max_iterations = u64::try_from(v).unwrap_or(u64::MAX);
                     self.cap_setting = Some(self.max_iterations);
                 }
             }
             Runtime::ReactLoop => self.read_react_loop(root, file)?,
+            Runtime::OpenHands => self.read_openhands(root, file)?,
         }
         Ok(())
     }
@@ -384,6 +485,42 @@ mod tests {
     }
 
     #[test]
+    fn openhands_reads_its_cap_and_its_stuck_detector() {
+        let read = |t: &str| {
+            let root = yaml::parse(t).unwrap();
+            EngineConfig::from_node(ProfileName::OpenHandsSdk1_58, None, &root, "c.yaml")
+        };
+        let d = read("{}\n").unwrap();
+        assert_eq!(d.max_iterations, 500);
+        assert_eq!(d.stuck, Some(crate::stuck::StuckThresholds::DEFAULT));
+        let c = read(
+            "max_iteration_per_run: 30\nstuck_detection_thresholds:\n  action_observation: 6\n",
+        )
+        .unwrap();
+        assert_eq!(c.max_iterations, 30);
+        assert_eq!(c.stuck.unwrap().action_observation, 6);
+        assert_eq!(c.stuck.unwrap().monologue, 3);
+        assert_ne!(c.fingerprint(), d.fingerprint());
+        let off = read("stuck_detection: false\n").unwrap();
+        assert_eq!(off.stuck, None);
+        assert_ne!(off.fingerprint(), d.fingerprint());
+        let zero = read("max_iteration_per_run: 0\n").unwrap();
+        assert_eq!(zero.max_iterations, 1);
+        assert!(zero.notes[0].message.contains("one step"));
+        let typo = read("stuck_detection_thresholds:\n  monolog: 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            typo.contains("did you mean `monologue`") && typo.contains(":2:"),
+            "{typo}"
+        );
+        let bad = read("stuck_detection_thresholds:\n  monologue: 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("at least 1"), "{bad}");
+    }
+
+    #[test]
     fn smolagents_reads_max_steps_and_refuses_a_negative_one() {
         let read = |t: &str| {
             let root = yaml::parse(t).unwrap();
@@ -391,11 +528,10 @@ mod tests {
         };
         let c = read("max_steps: 6\n").unwrap();
         assert_eq!((c.max_iterations, c.cap_setting), (6, Some(6)));
-        let zero = read("max_steps: 0\n").unwrap();
-        assert_eq!(zero.max_iterations, 0);
-        assert!(zero.notes[0].message.contains("final-answer call"));
-        let neg = read("max_steps: -1\n").unwrap_err().to_string();
-        assert!(neg.contains("c.yaml") && neg.contains("negative"), "{neg}");
+        for v in ["0", "-1"] {
+            let e = read(&format!("max_steps: {v}\n")).unwrap_err().to_string();
+            assert!(e.contains("c.yaml") && e.contains("below 1"), "{e}");
+        }
         let typo = read("max_step: 6\n").unwrap_err().to_string();
         assert!(typo.contains("did you mean `max_steps`"), "{typo}");
         let other = read("max_turns: 6\n").unwrap_err().to_string();

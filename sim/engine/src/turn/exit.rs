@@ -102,6 +102,10 @@ pub enum ExitReason {
     MaxStepsError,
     /// The run spent its total-token budget (the article's loop): no further call.
     TokenBudgetExhausted,
+    /// OpenHands: the run made `max_iteration_per_run` steps (status ERROR).
+    ConversationMaxIterations,
+    /// OpenHands: the stuck detector stopped the run (status STUCK).
+    ConversationStuck,
 }
 
 fn cut80(s: &str) -> &str {
@@ -144,6 +148,8 @@ impl fmt::Display for ExitReason {
             Raised(e) => write!(f, "raised({})", e.as_str()),
             MaxStepsError => f.write_str("max_steps_error"),
             TokenBudgetExhausted => f.write_str("token_budget_exhausted"),
+            ConversationMaxIterations => f.write_str("conversation_error(MaxIterationsReached)"),
+            ConversationStuck => f.write_str("conversation_stuck"),
         }
     }
 }
@@ -151,7 +157,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 27] = [
+    pub const FORMS: [&'static str; 29] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -179,6 +185,8 @@ impl ExitReason {
         "raised(EXCEPTION)",
         "max_steps_error",
         "token_budget_exhausted",
+        "conversation_error(MaxIterationsReached)",
+        "conversation_stuck",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -243,6 +251,8 @@ impl ExitReason {
             ContextCompressionTimeout,
             MaxStepsError,
             TokenBudgetExhausted,
+            ConversationMaxIterations,
+            ConversationStuck,
         ];
         plain.into_iter().find(|r| r.to_string() == s)
     }
@@ -255,7 +265,10 @@ impl ExitReason {
     pub fn is_runtime_limit(&self) -> bool {
         match self {
             ExitReason::Raised(e) => e.is_limit(),
-            ExitReason::MaxStepsError | ExitReason::TokenBudgetExhausted => true,
+            ExitReason::MaxStepsError
+            | ExitReason::TokenBudgetExhausted
+            | ExitReason::ConversationMaxIterations
+            | ExitReason::ConversationStuck => true,
             _ => false,
         }
     }
@@ -316,6 +329,8 @@ mod tests {
             ExitReason::Raised(LimitError::MaxTurnsExceeded),
             ExitReason::MaxStepsError,
             ExitReason::TokenBudgetExhausted,
+            ExitReason::ConversationStuck,
+            ExitReason::ConversationMaxIterations,
         ];
         for r in samples {
             assert_eq!(ExitReason::parse(&r.to_string()), Some(r.clone()), "{r}");
@@ -329,6 +344,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 27);
+        assert_eq!(ExitReason::FORMS.len(), 29);
     }
 }

@@ -79,6 +79,9 @@ pub enum AtCap {
     /// One tools-free call whose text is the run's final answer, outside the cap
     /// (smolagents' `max_steps_error`).
     FinalAnswerCall,
+    /// The conversation's status becomes ERROR with no further call (OpenHands'
+    /// `MaxIterationsReached`).
+    ConversationError,
 }
 
 impl TurnRules {
@@ -205,6 +208,16 @@ impl TurnGovernor {
             last_reply_empty: false,
             tokens_used: 0,
         }
+    }
+
+    /// Whether the cap is reached: the loop makes no further call, whatever else says.
+    pub fn at_cap(&self) -> bool {
+        !self.within_limits()
+    }
+
+    /// The runtime's stuck detector stopped the run before its next call (OpenHands).
+    pub fn stuck(&mut self) {
+        self.exit = ExitReason::ConversationStuck;
     }
 
     /// A model call of this turn used `tokens` (input and output).
@@ -425,6 +438,10 @@ impl TurnGovernor {
                 AtCap::FinalAnswerCall => {
                     self.exit = ExitReason::MaxStepsError;
                     summary_call = true;
+                }
+                AtCap::ConversationError => {
+                    self.exit = ExitReason::ConversationMaxIterations;
+                    self.failed = true;
                 }
             }
         }
@@ -661,10 +678,6 @@ mod tests {
             g.finish().summary_call,
             "the last step's empty reply changes nothing"
         );
-        // max_steps 0: no step, only the final-answer call.
-        let mut g = TurnGovernor::new(rules, 0);
-        assert_eq!(g.begin_iteration(false), Step::Exit);
-        assert!(g.finish().summary_call);
         // The user's stop at the cap: the step loop is over first, so the call is made.
         let mut g = TurnGovernor::new(rules, 1);
         g.begin_iteration(false);

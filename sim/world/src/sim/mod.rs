@@ -19,6 +19,7 @@ use crate::guard_log::{GuardCall, Logged};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
 use loopsim_engine::observation::FailureStreaks;
+use loopsim_engine::stuck::{Check, LogEvent, StuckDetector};
 use loopsim_engine::turn::{
     EmptyReply, ExitReason, FinishReason, OnEmptyReply, Step as TurnStep, TurnGovernor, batch,
 };
@@ -89,6 +90,8 @@ struct Agent<'s> {
     round_flagged: bool,
     /// Failures in a row per tool, for a runtime that hints at a change of strategy.
     failure_streaks: FailureStreaks,
+    /// The runtime's stuck detector over this agent's conversation (OpenHands).
+    stuck: Option<StuckDetector>,
     call_started: Instant,
     waiting_batch: Option<usize>,
     pending_results: Vec<usize>,
@@ -283,6 +286,11 @@ impl<'s> World<'s> {
             cfg.delegation.child_max_iterations
         };
         let gov = TurnGovernor::new(cfg.turn, max);
+        let stuck = cfg.stuck.map(|t| {
+            let mut d = StuckDetector::new(t);
+            d.push(LogEvent::System);
+            d
+        });
         let id = self.agents.len();
         self.agents.push(Agent {
             script: ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
@@ -330,6 +338,7 @@ impl<'s> World<'s> {
             since_tool: None,
             round_flagged: false,
             failure_streaks: FailureStreaks::default(),
+            stuck,
             call_started: self.sched.now(),
             waiting_batch: None,
             pending_results: Vec::new(),
@@ -430,6 +439,10 @@ impl<'s> World<'s> {
             }
         }
         let interrupt = self.agents[a].interrupted;
+        // OpenHands looks at a pause (the user's stop) before its stuck check.
+        if !interrupt && self.stuck_before_step(a) {
+            return self.end_turn(a);
+        }
         match self.agents[a].gov.begin_iteration(interrupt) {
             TurnStep::Exit => self.end_turn(a),
             TurnStep::Call { tools } => {

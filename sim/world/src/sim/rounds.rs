@@ -18,6 +18,7 @@ impl<'s> World<'s> {
         let plan = self.agents[a].plan.expect("a plan");
         match plan {
             Reply::Answer => {
+                self.log_event(a, LogEvent::AgentMessage);
                 self.agents[a].messages_after_tools(1);
                 self.agents[a].gov.text_reply(FinishReason::Stop);
                 self.end_turn(a);
@@ -28,6 +29,9 @@ impl<'s> World<'s> {
                 self.end_turn(a);
             }
             Reply::Empty => {
+                // OpenHands logs the empty message and its own nudge to use a tool.
+                self.log_event(a, LogEvent::AgentMessage);
+                self.log_event(a, LogEvent::EnvironmentMessage);
                 let ag = &mut self.agents[a];
                 // Hermes looks for a tool result among the conversation's last five messages.
                 let recent = ag.since_tool.is_some_and(|k| k <= 4);
@@ -48,7 +52,48 @@ impl<'s> World<'s> {
                 ag.round_tools.clear();
                 ag.round_calls.clear();
                 ag.round_flagged = false;
+                if let Reply::Calls(calls) = plan
+                    && self.agents[a].stuck.is_some()
+                {
+                    // The reply's actions are logged before any of them runs.
+                    let rep = self.agents[a].script.rep();
+                    for c in calls {
+                        let (args, _) = call_args(&mut self.args_cache, c, rep);
+                        self.log_event(a, LogEvent::Action(action_key(c.tool.get_ref(), &args)));
+                    }
+                }
                 self.next_call(a);
+            }
+        }
+    }
+
+    /// Adds an event to the agent's log for a runtime that reads it (OpenHands' stuck
+    /// detector).
+    pub(super) fn log_event(&mut self, a: AgentId, e: LogEvent) {
+        if let Some(d) = &mut self.agents[a].stuck {
+            d.push(e);
+        }
+    }
+
+    /// The runtime's stuck check before a step (OpenHands): true when the run stops here.
+    pub(super) fn stuck_before_step(&mut self, a: AgentId) -> bool {
+        let ag = &mut self.agents[a];
+        if ag.gov.at_cap() || *ag.gov.exit_reason() != ExitReason::Unknown {
+            return false;
+        }
+        let Some(d) = &mut ag.stuck else {
+            return false;
+        };
+        match d.check() {
+            Check::Go => false,
+            Check::Nudge => {
+                // The runtime's message about the repeated error joins the conversation.
+                ag.messages_after_tools(1);
+                false
+            }
+            Check::Stuck(_) => {
+                ag.gov.stuck();
+                true
             }
         }
     }
@@ -210,6 +255,10 @@ impl World<'_> {
             }
         }
         self.strategy_hint(a, p.tool, p.failed);
+        if self.agents[a].stuck.is_some() {
+            let key = observation_key(p.tool, &p.result, p.failed);
+            self.log_event(a, LogEvent::Observation(key));
+        }
         self.agents[a].call_index += 1;
         self.next_call(a);
     }
@@ -242,6 +291,36 @@ impl World<'_> {
             self.trace.line(&e);
         }
     }
+}
+
+/// An action as OpenHands' stuck detector compares it: its tool and arguments (the reply's
+/// text, which it also compares, is empty in a scripted tool-call reply), arguments whose value
+/// is null dropped as OpenHands drops them.
+fn action_key(tool: &str, args: &Value) -> loopsim_engine::hash::Hash {
+    let mut b = tool.as_bytes().to_vec();
+    b.push(0);
+    let kept = match args {
+        Value::Object(pairs) => Value::Object(
+            pairs
+                .iter()
+                .filter(|(_, v)| !matches!(v, Value::Null))
+                .cloned()
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    b.extend_from_slice(&loopsim_engine::json::canonical(&kept));
+    loopsim_engine::hash::Hash::of(&b)
+}
+
+/// An observation as the stuck detector compares it: its tool, text and error flag.
+fn observation_key(tool: &str, result: &str, failed: bool) -> loopsim_engine::hash::Hash {
+    let mut b = tool.as_bytes().to_vec();
+    b.push(0);
+    b.extend_from_slice(result.as_bytes());
+    b.push(0);
+    b.push(failed as u8);
+    loopsim_engine::hash::Hash::of(&b)
 }
 
 /// The notice a runtime's strategy-switch hint is traced as.

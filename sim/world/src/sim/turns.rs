@@ -26,6 +26,10 @@ impl World<'_> {
         };
         ag.guard.reset_turn();
         ag.failure_streaks.reset();
+        if let Some(d) = &mut ag.stuck {
+            // The turn's user message: the detector reads only what follows it.
+            d.push(LogEvent::UserMessage);
+        }
         ag.script.start_turn(on_result);
         // The turn's user message (or the background result's note).
         ag.messages_after_tools(1);
