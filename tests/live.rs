@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 
 use common::{
     TempDir, hermes_live_python_or_skip, langgraph_python_or_skip, loopsim_in,
-    openai_agents_python_or_skip, output_text, pydantic_ai_python_or_skip, root,
-    smolagents_python_or_skip,
+    openai_agents_python_or_skip, openhands_python_or_skip, output_text,
+    pydantic_ai_python_or_skip, root, smolagents_python_or_skip,
 };
 
 /// scenarios/README.md's live table: (scenario, status, reason).
@@ -146,6 +146,15 @@ const SMOLAGENTS: Sdk = Sdk {
     cap: 20,
 };
 
+const OPENHANDS: Sdk = Sdk {
+    heading: "OpenHands SDK 1.58.2",
+    profile: "openhands-sdk-1.58",
+    runtime: "openhands",
+    version: "1.58.2",
+    cap_raises: "conversation_error(MaxIterationsReached)",
+    cap: 500,
+};
+
 /// Every scenario has a row in the SDK's live table, and a scenario is `not expressible`
 /// exactly when the simulation refuses it under the SDK's profile, for the table's reason.
 fn every_scenario_has_a_status_under(sdk: &Sdk, min_identical: usize) {
@@ -206,6 +215,7 @@ fn every_scenario_has_a_status_under_each_agent_sdk() {
     every_scenario_has_a_status_under(&PYDANTIC_AI, 31);
     every_scenario_has_a_status_under(&LANGGRAPH, 30);
     every_scenario_has_a_status_under(&SMOLAGENTS, 31);
+    every_scenario_has_a_status_under(&OPENHANDS, 30);
 }
 
 /// The SDK's live suite: every `identical` scenario of its table through its real loop,
@@ -371,6 +381,75 @@ fn the_smolagents_live_suite_matches_its_simulation_event_for_event() {
 }
 
 #[test]
+fn the_openhands_live_suite_matches_its_simulation_event_for_event() {
+    let Some(py) = openhands_python_or_skip("the OpenHands live suite") else {
+        return;
+    };
+    // Its stuck detector ends the loops long before max_iteration_per_run.
+    assert_eq!(live_suite_under(&OPENHANDS, &py), 0);
+    let t = TempDir::new("live-openhands-settings");
+    // (scenario, settings, exit, model calls): the cap, which is checked after each step; a
+    // detector that waits for 7 repeats, which its alternation rule overtakes at 6 (one call
+    // six times over alternates too); and none at all.
+    for (k, (scenario, settings, exit, calls)) in [
+        (
+            "healthy-distinct-execute-code",
+            "max_iteration_per_run: 5\n",
+            "conversation_error(MaxIterationsReached)",
+            5,
+        ),
+        (
+            "incident-112535-identical-terminal",
+            "stuck_detection_thresholds:\n  action_observation: 7\n",
+            "conversation_stuck",
+            6,
+        ),
+        (
+            "incident-112535-identical-terminal",
+            "stuck_detection: false\nmax_iteration_per_run: 8\n",
+            "conversation_error(MaxIterationsReached)",
+            8,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let cfg = t.join(format!("oh{k}.yaml"));
+        std::fs::write(&cfg, settings).unwrap();
+        let out = t.join(format!("r{k}"));
+        let o = loopsim_in(
+            &root(),
+            &[
+                "live",
+                &format!("scenarios/{scenario}.toml"),
+                "--runtime",
+                &format!("openhands={}", py.display()),
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{settings}: {}", output_text(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            v["identical"], true,
+            "{settings}: {}",
+            v["first_divergence"]
+        );
+        assert_eq!(v["parent_turns"][0], exit, "{settings}");
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+        assert_eq!(
+            trace.matches(r#""kind":"model_call""#).count(),
+            calls,
+            "{settings}"
+        );
+    }
+}
+
+#[test]
 fn the_pydantic_ai_live_suite_matches_its_simulation_event_for_event() {
     let Some(py) = pydantic_ai_python_or_skip("the Pydantic AI live suite") else {
         return;
@@ -387,6 +466,7 @@ fn a_python_without_the_sdk_is_a_clear_error() {
         ("pydantic-ai", "Pydantic AI"),
         ("langgraph", "LangGraph"),
         ("smolagents", "smolagents"),
+        ("openhands", "OpenHands"),
     ] {
         let o = loopsim_in(
             &root(),

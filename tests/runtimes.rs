@@ -299,3 +299,92 @@ fn compare_shows_a_false_stop_with_the_setting_that_avoids_it() {
         "{md}"
     );
 }
+
+#[test]
+fn openhands_stuck_detector_ends_a_loop_and_its_settings_move_it() {
+    let t = TempDir::new("rt-openhands");
+    let out = t.join("r");
+    let out = out.to_str().unwrap().to_string();
+    let run = |scenario: &str, config: Option<&str>| {
+        let mut args = vec![
+            "run".to_string(),
+            format!("scenarios/{scenario}.toml"),
+            "--profile".into(),
+            "openhands-sdk-1.58".into(),
+            "--out".into(),
+            out.clone(),
+            "--format".into(),
+            "json".into(),
+        ];
+        if let Some(c) = config {
+            let f = t.join("oh.yaml");
+            std::fs::write(&f, c).unwrap();
+            args.extend(["--config".into(), f.display().to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        json_run(&args)
+    };
+    // Four identical calls with identical results: stuck before the fifth step, no call more.
+    let v = run("incident-112535-identical-terminal", None);
+    assert_eq!(v["summary"]["parent_exit_reason"], "conversation_stuck");
+    assert_eq!(v["metrics"][0]["calls"], 4);
+    assert_eq!(v["metrics"][0]["stop_code"], "conversation_stuck");
+    assert_eq!(v["metrics"][0]["stop_call"], 4);
+    // A read, then three empty replies in a row, whatever the runtime's nudges between them.
+    let v = run("live-empty-exhausted", None);
+    assert_eq!(v["summary"]["parent_exit_reason"], "conversation_stuck");
+    assert_eq!(v["metrics"][0]["calls"], 4);
+    // A/B alternation with alternating results, over six steps.
+    let v = run("incident-94855-memory-oscillation", None);
+    assert_eq!(v["metrics"][0]["calls"], 6);
+    // A result that changes every call is no repetition: the user's stop ends it.
+    let v = run("incident-17327-process-poll", None);
+    assert_eq!(v["summary"]["parent_exit_reason"], "interrupted_by_user");
+    // Its thresholds and its switch, in OpenHands' own names.
+    let v = run(
+        "incident-112535-identical-terminal",
+        Some("stuck_detection_thresholds:\n  action_observation: 5\n"),
+    );
+    assert_eq!(v["metrics"][0]["calls"], 5);
+    // Above 6, the alternation rule comes first: one call six times over alternates too.
+    let v = run(
+        "incident-112535-identical-terminal",
+        Some("stuck_detection_thresholds:\n  action_observation: 7\n"),
+    );
+    assert_eq!(v["metrics"][0]["calls"], 6);
+    let v = run(
+        "incident-112535-identical-terminal",
+        Some("stuck_detection: false\nmax_iteration_per_run: 30\n"),
+    );
+    assert_eq!(
+        v["summary"]["parent_exit_reason"],
+        "conversation_error(MaxIterationsReached)"
+    );
+    assert_eq!(v["metrics"][0]["calls"], 30);
+    // A misspelt threshold names the file, its line and the nearest name.
+    std::fs::write(
+        t.join("bad.yaml"),
+        "stuck_detection_thresholds:\n  monolog: 2\n",
+    )
+    .unwrap();
+    let bad = t.join("bad.yaml");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            "scenarios/two-call-cycle.toml",
+            "--profile",
+            "openhands-sdk-1.58",
+            "--config",
+            bad.to_str().unwrap(),
+            "--out",
+            &out,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let text = output_text(&o);
+    assert!(
+        text.contains("bad.yaml:2") && text.contains("did you mean `monologue`"),
+        "{text}"
+    );
+}

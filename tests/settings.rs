@@ -303,9 +303,9 @@ fn codes_lists_every_name_loopsim_accepts() {
     let o = loopsim(&["codes", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j["profiles"].as_array().unwrap().len(), 9);
+    assert_eq!(j["profiles"].as_array().unwrap().len(), 10);
     assert_eq!(j["decision_codes"].as_array().unwrap().len(), 11);
-    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 27);
+    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 29);
     assert!(
         j["exit_reasons"]
             .as_array()
@@ -331,6 +331,10 @@ fn codes_lists_every_name_loopsim_accepts() {
     assert_eq!(runtime_keys("pydantic-ai-2.68"), ["request_limit"]);
     assert_eq!(runtime_keys("langgraph-1.2"), ["recursion_limit"]);
     assert_eq!(runtime_keys("smolagents-1.26"), ["max_steps"]);
+    assert_eq!(
+        runtime_keys("openhands-sdk-1.58")[..2],
+        ["max_iteration_per_run", "stuck_detection"]
+    );
     assert_eq!(
         runtime_keys("react-loop-article"),
         [

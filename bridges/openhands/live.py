@@ -8,6 +8,7 @@ SPEC (written by `loopsim live --runtime openhands`): {
   "model": "main",                     # the parent's model name
   "tools": ["terminal", ...],          # the scenario's tools
   "cap": 500,                          # max_iteration_per_run (null: the default)
+  "stuck_detection": {...} or false,   # stuck_detection_thresholds, or the detector off
   "task": "the first user message",
   "user_turns": ["..."],               # later user messages: send_message, then run() again
   "streamed": false                    # unused: a user's stop pauses the conversation
@@ -21,7 +22,8 @@ stopped, it pauses the conversation (`conversation.pause()`), which ends the run
 next step. The agent has no other tools
 (no finish or think tool: a text reply ends the run), a short system prompt of its own, one
 HTTP attempt per model call, and no reasoning effort; the conversation keeps its defaults
-otherwise: its stuck detector on, `max_iteration_per_run` as the spec says. Each run's end (its
+otherwise: its stuck detector as the spec says (its thresholds, or off), `max_iteration_per_run`
+as the spec says. Each run's end (its
 status: FINISHED, ERROR at the cap, STUCK) and its model calls are posted to loopsim's event
 endpoint.
 
@@ -169,6 +171,11 @@ async def main():
                   include_default_tools=[],
                   system_prompt="You are the agent of a loopsim scenario.")
     kwargs = {} if SPEC.get("cap") is None else {"max_iteration_per_run": SPEC["cap"]}
+    stuck = SPEC.get("stuck_detection", True)
+    if stuck is False:
+        kwargs["stuck_detection"] = False
+    elif isinstance(stuck, dict):
+        kwargs["stuck_detection_thresholds"] = dict(stuck)
     workspace = os.path.join(HOME, "workspace")
     os.makedirs(workspace, exist_ok=True)
     conversation = Conversation(agent, workspace=workspace, visualizer=None, **kwargs)

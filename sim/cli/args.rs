@@ -160,7 +160,7 @@ pub enum Command {
         paths: Vec<PathBuf>,
         /// The profiles to compare, in the table's order.
         #[arg(long, value_delimiter = ',', value_parser = profile_parser(),
-              default_value = "hermes-main,hermes-0.19.0,openai-agents-0.24,pydantic-ai-2.68,langgraph-1.2,smolagents-1.26,react-loop-article")]
+              default_value = "hermes-main,hermes-0.19.0,openai-agents-0.24,pydantic-ai-2.68,langgraph-1.2,smolagents-1.26,openhands-sdk-1.58,react-loop-article")]
         profiles: Vec<ProfileName>,
         /// Where to write summary.md and summary.json (default: reports/compare).
         #[arg(long)]

@@ -45,6 +45,42 @@ fn venv_python(
     imports: &str,
     packages: &[&str],
 ) -> Result<PathBuf, String> {
+    venv_python_from(Path::new("python3"), env_var, venv, imports, packages)
+}
+
+/// A Python of at least 3.12 to make a venv with: `python3.13` or `python3.12` that runs, else
+/// one of pyenv's versions.
+fn python_3_12() -> Option<PathBuf> {
+    let runs = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import sys; assert sys.version_info >= (3, 12)"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    for name in ["python3.13", "python3.12", "python3"] {
+        if runs(Path::new(name)) {
+            return Some(PathBuf::from(name));
+        }
+    }
+    let versions = PathBuf::from(std::env::var("HOME").ok()?).join(".pyenv/versions");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(versions)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin/python3")))
+        .filter(|p| runs(p))
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+fn venv_python_from(
+    base: &Path,
+    env_var: &str,
+    venv: &str,
+    imports: &str,
+    packages: &[&str],
+) -> Result<PathBuf, String> {
     let can_import = |py: &Path| {
         Command::new(py)
             .args(["-c", &format!("import {imports}")])
@@ -69,10 +105,7 @@ fn venv_python(
     if can_import(&py) {
         return Ok(py);
     }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status();
+    let made = Command::new(base).args(["-m", "venv"]).arg(&venv).status();
     if !made.is_ok_and(|s| s.success()) {
         return Err("python3 -m venv failed (is Python 3 installed?)".into());
     }
@@ -246,6 +279,29 @@ pub fn smolagents_python() -> Result<PathBuf, String> {
         )
     })
     .clone()
+}
+
+/// The Python with openhands-sdk 1.58.2 (which needs Python 3.12 or later), installing it
+/// into target/openhands-venv when needed (once per test process).
+pub fn openhands_python() -> Result<PathBuf, String> {
+    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        let base = python_3_12().ok_or("no Python 3.12 or later for openhands-sdk")?;
+        venv_python_from(
+            &base,
+            "LOOPSIM_OPENHANDS_PYTHON",
+            "openhands-venv",
+            "openhands.sdk",
+            &["openhands-sdk==1.58.2"],
+        )
+    })
+    .clone()
+}
+
+/// OpenHands' Python, or `None` after a loud skip message (a failure when
+/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
+pub fn openhands_python_or_skip(what: &str) -> Option<PathBuf> {
+    or_skip(what, openhands_python())
 }
 
 /// smolagents' Python, or `None` after a loud skip message (a failure when

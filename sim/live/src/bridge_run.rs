@@ -208,7 +208,14 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
             spec["tool_inputs"] = serde_json::json!(crate::smolagents::tool_inputs(sc));
             (crate::smolagents::LIVE_PY, spec)
         }
-        Runtime::OpenHands => (crate::openhands::LIVE_PY, sdk_spec(sc, opts, &server)?),
+        Runtime::OpenHands => {
+            let mut spec = sdk_spec(sc, opts, &server)?;
+            let cfg = sc
+                .engine_config_over(opts.profile, None, opts.config.as_deref())
+                .map_err(|e| LiveRunError::Unsupported(e.to_string()))?;
+            spec["stuck_detection"] = crate::openhands::stuck_spec(cfg.stuck);
+            (crate::openhands::LIVE_PY, spec)
+        }
         Runtime::ReactLoop => unreachable!("refused by `unsupported`"),
     };
     std::fs::write(&script, text).map_err(LiveRunError::Temp)?;

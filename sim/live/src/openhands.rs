@@ -2,6 +2,7 @@
 //! `Conversation` against loopsim's server, with the scenario's tools as OpenHands tools.
 
 use loopsim_engine::json::{self, Value};
+use loopsim_engine::stuck::StuckThresholds;
 use loopsim_world::scenario::Scenario;
 
 /// The bridge script, as committed in `bridges/openhands/live.py`.
@@ -21,4 +22,18 @@ pub fn unsupported(sc: &Scenario) -> Option<String> {
         sc.file.name,
         nulls.tool.get_ref()
     ))
+}
+
+/// The run's stuck detector as the bridge passes it to `Conversation(...)`: `false` for none,
+/// else its thresholds (`stuck_detection_thresholds`).
+pub fn stuck_spec(stuck: Option<StuckThresholds>) -> serde_json::Value {
+    match stuck {
+        None => serde_json::Value::Bool(false),
+        Some(t) => serde_json::json!({
+            "action_observation": t.action_observation,
+            "action_error": t.action_error,
+            "monologue": t.monologue,
+            "alternating_pattern": t.alternating_pattern,
+        }),
+    }
 }
