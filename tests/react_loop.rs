@@ -247,6 +247,55 @@ fn three_failures_in_a_row_of_one_tool_bring_a_hint_to_change_strategy() {
 }
 
 #[test]
+fn a_context_past_70_percent_of_the_window_is_trimmed_back_to_it() {
+    let t = TempDir::new("react-trim");
+    // incident-96247's context grows by its results toward a 130,000-token window; without the
+    // budget and with room for 1,000 iterations it passes 91,000 (70%) near call 408.
+    let settings = "max_iterations: 1000\nmax_total_tokens: null\n";
+    let (ev, _) = run(&t, "incident-96247-tool-search-context", Some(settings));
+    let calls = of_kind(&ev, "model_call");
+    let most = calls
+        .iter()
+        .map(|c| c["input_tokens"].as_u64().unwrap())
+        .max();
+    assert_eq!(most, Some(91_000), "never past 70% of the window");
+    let trims = of_kind(&ev, "context_trim");
+    assert!(!trims.is_empty());
+    // The call after a trim reads nothing from the cache: the dropped results held it.
+    let i = ev.iter().position(|e| e["kind"] == "context_trim").unwrap();
+    let next = ev[i..].iter().find(|e| e["kind"] == "model_call").unwrap();
+    assert_eq!(next["input_tokens"], 91_000);
+    assert_eq!(next["cache_read_tokens"], 0);
+    assert_eq!(exits(&ev), ["max_iterations_reached(1000/1000)"]);
+    // Another share, or none: then the run fills the window and ends there, before its cap
+    // (the loop has no compression of Hermes's to fall back on).
+    let (ev, _) = run(
+        &t,
+        "incident-96247-tool-search-context",
+        Some(&format!("{settings}trim_context_at: 0.5\n")),
+    );
+    let most = of_kind(&ev, "model_call")
+        .iter()
+        .map(|c| c["input_tokens"].as_u64().unwrap())
+        .max();
+    assert_eq!(most, Some(65_000));
+    let (ev, _) = run(
+        &t,
+        "incident-96247-tool-search-context",
+        Some(&format!("{settings}trim_context_at: null\n")),
+    );
+    assert!(of_kind(&ev, "context_trim").is_empty());
+    assert!(of_kind(&ev, "compression").is_empty());
+    let calls = of_kind(&ev, "model_call");
+    assert!(calls.len() < 1000, "{}", calls.len());
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["input_tokens"].as_u64().unwrap() < 130_000)
+    );
+}
+
+#[test]
 fn the_report_names_every_limit_of_the_article_loop() {
     let t = TempDir::new("react-report");
     let out = t.join("r");
@@ -269,6 +318,7 @@ fn the_report_names_every_limit_of_the_article_loop() {
         "tool_timeout_s 30",
         "max_observation_chars 2000",
         "failure_hint_after 3",
+        "trim_context_at 0.7",
     ] {
         assert!(md.contains(want), "{want}: {md}");
     }

@@ -388,3 +388,63 @@ fn openhands_stuck_detector_ends_a_loop_and_its_settings_move_it() {
         "{text}"
     );
 }
+
+#[test]
+fn sweeps_run_over_each_new_runtimes_own_knobs() {
+    let t = TempDir::new("rt-knobs");
+    for (profile, grid, column, want) in [
+        (
+            "smolagents-1.26",
+            "max_steps=5,30",
+            "max_steps",
+            ["5", "30"],
+        ),
+        (
+            "openhands-sdk-1.58",
+            "stuck_detection_thresholds.action_observation=3,5",
+            "stuck_detection_thresholds.action_observation",
+            ["3", "5"],
+        ),
+        (
+            "react-loop-article",
+            "max_total_tokens=50000,400000",
+            "max_total_tokens",
+            ["50000", "400000"],
+        ),
+    ] {
+        let out = t.join(profile);
+        let o = loopsim_in(
+            &root(),
+            &[
+                "sweep",
+                "scenarios/incident-112535-identical-terminal.toml",
+                "--profiles",
+                profile,
+                "--grid",
+                grid,
+                "--seeds",
+                "0..2",
+                "--out",
+                out.to_str().unwrap(),
+                "-q",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{profile}: {}", output_text(&o));
+        let csv = std::fs::read_to_string(out.join("aggregate.csv")).unwrap();
+        let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = head.iter().position(|h| *h == column).expect(column);
+        let waste = head.iter().position(|h| *h == "waste_calls_mean").unwrap();
+        let rows: Vec<Vec<&str>> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
+        let at = |v: &str| -> f64 {
+            rows.iter().find(|r| r[col] == v).expect(v)[waste]
+                .parse()
+                .unwrap()
+        };
+        // A looser setting lets the loop waste more calls before its stop.
+        assert!(at(want[0]) < at(want[1]), "{profile}: {csv}");
+    }
+}

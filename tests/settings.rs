@@ -342,7 +342,8 @@ fn codes_lists_every_name_loopsim_accepts() {
             "max_total_tokens",
             "tool_timeout_s",
             "max_observation_chars",
-            "failure_hint_after"
+            "failure_hint_after",
+            "trim_context_at"
         ]
     );
     assert!(

@@ -30,6 +30,9 @@ pub struct ObservationRules {
     /// After this many failures of one tool in a row, its last result carries a hint to try
     /// another approach.
     pub failure_hint_after: Option<u32>,
+    /// A context past this share of the model's window has its oldest results dropped, back
+    /// to that share, before the next call.
+    pub trim_context_at: Option<f64>,
 }
 
 impl ObservationRules {
@@ -38,6 +41,7 @@ impl ObservationRules {
         tool_timeout_s: None,
         max_chars: None,
         failure_hint_after: None,
+        trim_context_at: None,
     };
 
     /// The article's loop: 30 s tool timeouts returned as observations, observations cut to
@@ -46,6 +50,7 @@ impl ObservationRules {
         tool_timeout_s: Some(30.0),
         max_chars: Some(2000),
         failure_hint_after: Some(3),
+        trim_context_at: Some(0.7),
     };
 
     /// Whether any rule is on.
@@ -53,7 +58,16 @@ impl ObservationRules {
         self.tool_timeout_s.is_some()
             || self.max_chars.is_some()
             || self.failure_hint_after.is_some()
+            || self.trim_context_at.is_some()
     }
+}
+
+/// The context after trimming: a context past `share` of `window` tokens loses its oldest
+/// results, down to that share, but never below `floor` (the system prompt and the task, which
+/// are not trimmed). `None`: nothing to trim.
+pub fn trimmed_context(context: u64, window: u64, share: f64, floor: u64) -> Option<u64> {
+    let limit = (window as f64 * share).floor() as u64;
+    (context > limit && limit > floor).then_some(limit)
 }
 
 /// Characters a context token stands for when a cut result's size is counted in tokens.
@@ -121,6 +135,14 @@ mod tests {
         assert_eq!(cut_head("short", 2000), ("short".to_string(), 0));
         // 2,000 characters are 500 tokens; a smaller result keeps its own size.
         assert_eq!((cut_tokens(3000, 2000), cut_tokens(120, 2000)), (500, 120));
+    }
+
+    #[test]
+    fn a_context_past_seventy_percent_is_trimmed_back_to_it() {
+        assert_eq!(trimmed_context(70_001, 100_000, 0.7, 5_000), Some(70_000));
+        assert_eq!(trimmed_context(70_000, 100_000, 0.7, 5_000), None);
+        // The task itself is never trimmed: nothing left to drop.
+        assert_eq!(trimmed_context(90_000, 100_000, 0.7, 80_000), None);
     }
 
     #[test]

@@ -82,6 +82,10 @@ fn other_limits(c: &EngineConfig) -> Vec<String> {
             Some(n) => format!("failure_hint_after {n} (failures of one tool in a row)"),
             None => "failure_hint_after none".into(),
         });
+        out.push(match o.trim_context_at {
+            Some(f) => format!("trim_context_at {f} (of the window; the oldest results dropped)"),
+            None => "trim_context_at none".into(),
+        });
     }
     out
 }

@@ -22,6 +22,8 @@ pub enum KeyKind {
     TurnLimit,
     /// A number of seconds.
     Seconds,
+    /// A share: a number above 0 and at most 1.
+    Fraction,
 }
 
 impl KeyKind {
@@ -35,6 +37,7 @@ impl KeyKind {
                 "an integer (0 or less: unlimited where the profile allows)".into()
             }
             KeyKind::Seconds => "a number of seconds".into(),
+            KeyKind::Fraction => "a number above 0 and at most 1".into(),
         }
     }
 }

@@ -209,6 +209,7 @@ impl EngineConfig {
                 o.tool_timeout_s.map_or(u64::MAX, f64::to_bits),
                 o.max_chars.map_or(u64::MAX, |c| c as u64),
                 o.failure_hint_after.map_or(u64::MAX, u64::from),
+                o.trim_context_at.map_or(u64::MAX, f64::to_bits),
             ] {
                 b.extend_from_slice(&n.to_le_bytes());
             }

@@ -35,6 +35,7 @@ const REACT_LOOP: &[KeySpec] = &[
     key("tool_timeout_s", KeyKind::Seconds),
     key("max_observation_chars", KeyKind::Int { min: 1 }),
     key("failure_hint_after", KeyKind::Int { min: 1 }),
+    key("trim_context_at", KeyKind::Fraction),
 ];
 
 /// OpenHands: the arguments of `Conversation(...)` that govern the loop.
@@ -215,6 +216,20 @@ impl EngineConfig {
             "an integer of at least 1 (failures in a row), or null for no hint",
         )? {
             self.observation.failure_hint_after = v.map(|c| u32::try_from(c).unwrap_or(u32::MAX));
+        }
+        if let Some(n) = root.get("trim_context_at") {
+            self.observation.trim_context_at = match n.value {
+                Yaml::Null => None,
+                Yaml::Int(1) => Some(1.0),
+                Yaml::Float(v) if v > 0.0 && v <= 1.0 => Some(v),
+                _ => {
+                    return Err(bad(
+                        n,
+                        "trim_context_at",
+                        "a share of the window above 0 and at most 1, or null for no trimming",
+                    ));
+                }
+            };
         }
         if let Some(n) = root.get("tool_timeout_s") {
             let secs = match n.value {
@@ -476,6 +491,7 @@ mod tests {
             ("max_total_tokens: 0\n", "max_total_tokens"),
             ("tool_timeout_s: -1\n", "tool_timeout_s"),
             ("failure_hint_after: three\n", "failure_hint_after"),
+            ("trim_context_at: 1.5\n", "trim_context_at"),
         ] {
             let e = read(text).unwrap_err().to_string();
             assert!(e.contains("c.yaml") && e.contains(key), "{text}: {e}");

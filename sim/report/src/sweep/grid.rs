@@ -176,6 +176,10 @@ fn typed(kind: KeyKind, v: &str) -> Result<Yaml, String> {
             Ok(f) if f.is_finite() && f >= 0.0 => Ok(Yaml::Float(f)),
             _ => Err("expected a non-negative number of seconds".into()),
         },
+        KeyKind::Fraction => match v.parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 1.0 => Ok(Yaml::Float(f)),
+            _ => Err("expected a number above 0 and at most 1".into()),
+        },
         KeyKind::Section => Err("a section has no value".into()),
     }
 }

@@ -59,7 +59,9 @@ impl Scenario {
                 "tools.{name} asks Hermes's auxiliary approval model before each call"
             ));
         }
-        if let Some((name, _)) = f.models.iter().find(|(_, m)| m.context_window.is_some()) {
+        if p.observation.trim_context_at.is_none()
+            && let Some((name, _)) = f.models.iter().find(|(_, m)| m.context_window.is_some())
+        {
             return why(&format!(
                 "models.{name}.context_window fills and compresses the context (Hermes's compression)"
             ));

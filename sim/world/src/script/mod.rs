@@ -36,7 +36,7 @@
 
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::{self, Value};
-use loopsim_engine::observation::{ObservationRules, cut_head, cut_tokens};
+use loopsim_engine::observation::{ObservationRules, cut_head, cut_tokens, trimmed_context};
 use loopsim_engine::turn::compression::{Compression, Gate};
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
@@ -65,6 +65,12 @@ pub enum ContextGate {
     Compressed(CompressionCall),
     /// The context no longer fits the window: the turn dies of it.
     Exhausted,
+    /// The runtime dropped the oldest results first (the article's loop): the context before
+    /// and after.
+    Trimmed {
+        before: u64,
+        after: u64,
+    },
 }
 
 /// One compression: its summary call and the context before and after.
@@ -145,6 +151,9 @@ pub struct ScriptedAgent<'s> {
     delegated: u32,
     /// What the runtime does to a result before the model sees it.
     observation: ObservationRules,
+    /// The runtime compresses a context that nears the window (Hermes); another one sends it
+    /// until it no longer fits.
+    compresses: bool,
 }
 
 impl<'s> ScriptedAgent<'s> {
@@ -170,7 +179,14 @@ impl<'s> ScriptedAgent<'s> {
             seed,
             delegated: 0,
             observation: ObservationRules::NONE,
+            compresses: true,
         }
+    }
+
+    /// The agent under a runtime without Hermes's context compression.
+    pub fn without_compression(mut self) -> Self {
+        self.compresses = false;
+        self
     }
 
     /// The agent under a runtime that times tools out, cuts their results or adds a hint
@@ -216,6 +232,23 @@ impl<'s> ScriptedAgent<'s> {
         let Some(window) = self.model.context_window.as_ref().map(|w| *w.get_ref()) else {
             return ContextGate::Send;
         };
+        if let Some(share) = self.observation.trim_context_at {
+            let floor = self.spec.context_tokens;
+            if let Some(after) = trimmed_context(self.context, window, share, floor) {
+                let before = self.context;
+                self.context = after;
+                // What the cache held after the dropped results is gone.
+                self.cold_cache = true;
+                return ContextGate::Trimmed { before, after };
+            }
+        }
+        if !self.compresses || self.observation.trim_context_at.is_some() {
+            return if self.context >= window {
+                ContextGate::Exhausted
+            } else {
+                ContextGate::Send
+            };
+        }
         let rules = Compression::default();
         match rules.gate(
             window,

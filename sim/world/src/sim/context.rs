@@ -10,6 +10,14 @@ impl World<'_> {
         let ag = &mut self.agents[a];
         match ag.script.context_gate() {
             ContextGate::Send => Some(Duration::ZERO),
+            ContextGate::Trimmed { before, after } => {
+                if self.trace.enabled() {
+                    let mut e = self.event(a, "context_trim");
+                    e.detail = Some(format!("context {before} -> {after} tokens"));
+                    self.trace.line(&e);
+                }
+                Some(Duration::ZERO)
+            }
             ContextGate::Exhausted => {
                 ag.gov.context_exhausted();
                 if self.trace.enabled() {

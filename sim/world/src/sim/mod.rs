@@ -286,6 +286,7 @@ impl<'s> World<'s> {
             cfg.delegation.child_max_iterations
         };
         let gov = TurnGovernor::new(cfg.turn, max);
+        let hermes = cfg.profile.runtime() == loopsim_engine::profile::Runtime::Hermes;
         let stuck = cfg.stuck.map(|t| {
             let mut d = StuckDetector::new(t);
             d.push(LogEvent::System);
@@ -293,8 +294,11 @@ impl<'s> World<'s> {
         });
         let id = self.agents.len();
         self.agents.push(Agent {
-            script: ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
-                .with_observation_rules(cfg.observation),
+            script: {
+                let s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
+                    .with_observation_rules(cfg.observation);
+                if hermes { s } else { s.without_compression() }
+            },
             name,
             spec,
             depth,
