@@ -157,20 +157,29 @@ fn what_a_runtime_cannot_express_is_refused_with_the_mechanism_named() {
 #[test]
 fn runs_under_another_runtime_are_deterministic() {
     let t = TempDir::new("rt-determinism");
-    let o = loopsim_in(
-        &root(),
-        &[
-            "run",
-            "scenarios/incident-64927-qqbot-terminal.toml",
-            "--profile",
-            "pydantic-ai-2.68",
-            "--check-determinism",
-            "--out",
-            t.to_str().unwrap(),
-            "-q",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    // Each runtime's own rules: a raised limit, a final-answer call, the stuck detector, the
+    // article loop's budget, hint and cuts.
+    for profile in [
+        "pydantic-ai-2.68",
+        "smolagents-1.26",
+        "openhands-sdk-1.58",
+        "react-loop-article",
+    ] {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "run",
+                "scenarios/incident-64927-qqbot-terminal.toml",
+                "--profile",
+                profile,
+                "--check-determinism",
+                "--out",
+                t.to_str().unwrap(),
+                "-q",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{profile}: {}", output_text(&o));
+    }
     let a = t.join("a");
     let b = t.join("b");
     for d in [&a, &b] {
