@@ -9,6 +9,8 @@ SPEC (written by `loopsim live --runtime pydantic-ai`): {
   "model": "main",                     # the parent's model name
   "tools": ["terminal", ...],          # the scenario's tools, offered as function tools
   "cap": 50,                           # UsageLimits.request_limit (null: the default)
+  "limits": {"usage": {...}},          # UsageLimits' other fields (null: none), e.g.
+                                       # {"tool_calls_limit": 5, "total_tokens_limit": null}
   "task": "the first user message",
   "user_turns": ["..."],               # later user messages, each a run of its own
   "streamed": false                    # unused: a user's stop ends the run between nodes
@@ -63,8 +65,18 @@ def requests_in(messages, before):
     return sum(1 for m in messages[before:] if isinstance(m, ModelResponse))
 
 
+def usage_limits(cap):
+    """The run's UsageLimits: the cap and the spec's other limits (Pydantic AI's default
+    request_limit stands when the cap is null)."""
+    fields = {k: v for k, v in ((SPEC.get("limits") or {}).get("usage") or {}).items()
+              if v is not None}
+    if cap is not None:
+        fields["request_limit"] = cap
+    return UsageLimits(**fields) if fields else None
+
+
 async def run_turn(agent, text, history, cap):
-    limits = UsageLimits(request_limit=cap) if cap is not None else None
+    limits = usage_limits(cap)
     STOP["requested"] = False
     exit_reason = "text_response(finish_reason=stop)"
     with capture_run_messages() as messages:

@@ -44,6 +44,7 @@ pub mod guard;
 pub mod guardrails;
 pub mod hash;
 pub mod json;
+pub mod limits;
 pub mod observation;
 pub mod platform;
 pub mod profile;

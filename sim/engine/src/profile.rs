@@ -316,14 +316,17 @@ impl Profile {
             // GraphRecursionError; create_agent binds 9,999. See `recursion_limit_cap`. An
             // AI message with neither text nor tool calls ends the graph.
             ProfileName::LangGraph1_2 => {
-                let (max_iterations, at_cap) = recursion_limit_cap(LANGGRAPH_CREATE_AGENT_LIMIT);
-                sdk(
+                let layout = GraphLayout::create_agent(LANGGRAPH_CREATE_AGENT_LIMIT, (0, 0));
+                let (max_iterations, at_cap) = recursion_limit_cap(layout);
+                let mut p = sdk(
                     name,
                     Runtime::LangGraph,
                     max_iterations,
                     at_cap,
                     OnEmptyReply::FinalAnswer,
-                )
+                );
+                p.turn.graph = Some(layout);
+                p
             }
             // A `ToolCallingAgent` run takes at most `max_steps` steps (default 20), one model
             // call each; a run still without an answer then makes one tools-free call whose
@@ -400,6 +403,7 @@ fn sdk(
             at_cap,
             on_empty_reply,
             token_budget: None,
+            graph: None,
         },
         guardrails: GuardrailRules::V0_19,
         child_max_iterations: 50,
@@ -423,13 +427,54 @@ pub const REACT_LOOP_TOKEN_BUDGET: u64 = 200_000;
 /// The recursion limit LangChain's `create_agent` binds (`langchain/agents/factory.py`).
 pub const LANGGRAPH_CREATE_AGENT_LIMIT: u64 = 9_999;
 
-/// A LangGraph recursion limit `L` as a call cap. The model runs at steps 1, 3, 5, ... and
-/// its tools at the even steps; the run raises once step L has run. So ceil(L/2) model
-/// calls: with an even L the last reply's tools run (step L) and then the run raises; with an
-/// odd L the last call is at step L itself, so its reply, tool calls or text, is never acted on.
-pub fn recursion_limit_cap(limit: u64) -> (u64, AtCap) {
-    let calls = limit.div_ceil(2);
-    let at_cap = if limit % 2 == 1 {
+/// How LangChain's `create_agent` graph spends LangGraph's steps: every node run is one, and
+/// the run raises `GraphRecursionError` once step `limit` has run without the graph ending
+/// (a graph that ends at step `limit` itself raises too). A round is the middleware's
+/// `before_model` hooks, the model, its `after_model` hooks, then the tools (all of a reply's
+/// calls in one step, none when every call was blocked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphLayout {
+    /// `recursion_limit`.
+    pub limit: u64,
+    pub before_model: u64,
+    pub after_model: u64,
+}
+
+impl GraphLayout {
+    /// `limit` with `(before, after)` hook nodes per round ([`crate::limits::CallLimits::graph_hooks`]).
+    pub fn create_agent(limit: u64, (before_model, after_model): (u64, u64)) -> GraphLayout {
+        GraphLayout {
+            limit,
+            before_model,
+            after_model,
+        }
+    }
+
+    /// Steps of a round whose tools run.
+    pub fn round(self) -> u64 {
+        self.before_model + self.after_model + 2
+    }
+
+    /// The least recursion limit that lets a run of `calls` model calls end by answering
+    /// with these hooks: the last call's hooks and the end before the last step.
+    pub fn limit_for_calls(self, calls: u64) -> u64 {
+        calls.saturating_mul(self.round())
+    }
+}
+
+/// A LangGraph layout as a call cap, when every round runs its tools: the model runs at
+/// steps `before + 1`, `before + 1 + round`, ... So `(L - before - 1) / round + 1` model
+/// calls; the last one's reply is acted on (its tools run, its text is the answer) only if
+/// its round fits in L, else the run raises right after it. Without middleware: the model at
+/// the odd steps, its tools at the even ones, ceil(L/2) calls, and an odd L drops the last
+/// reply. Rounds whose calls are all blocked take a step less: the governor counts steps
+/// ([`crate::turn::TurnRules::graph`]), this is the bound it starts from.
+pub fn recursion_limit_cap(g: GraphLayout) -> (u64, AtCap) {
+    if g.limit < g.before_model + 1 {
+        return (0, AtCap::Raise(LimitError::GraphRecursionError));
+    }
+    let calls = (g.limit - g.before_model - 1) / g.round() + 1;
+    let at_cap = if calls * g.round() > g.limit {
         AtCap::RaiseDroppingLastReply(LimitError::GraphRecursionError)
     } else {
         AtCap::Raise(LimitError::GraphRecursionError)

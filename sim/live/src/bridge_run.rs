@@ -126,10 +126,10 @@ pub const LANGGRAPH_PY: &str = include_str!("../../../bridges/langgraph/live.py"
 /// scenario's tools, the run's cap in the runtime's setting (`cap`), the task, the later turns,
 /// and whether a user's stop must be able to cancel the run.
 pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Result<Value, LiveRunError> {
-    let cap = sc
+    let cfg = sc
         .engine_config_over(opts.profile, None, opts.config.as_deref())
-        .map_err(|e| LiveRunError::Unsupported(e.to_string()))?
-        .cap_setting;
+        .map_err(|e| LiveRunError::Unsupported(e.to_string()))?;
+    let cap = cfg.cap_setting;
     // A stop anywhere (a later turn, a background result's turn) needs the cancellable run.
     let user_stops = sc.file.human.interrupt_at_s.is_some() || sc.steps().any(|s| s.user_stop);
     Ok(serde_json::json!({
@@ -140,7 +140,32 @@ pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Result<Value
         "task": task(sc),
         "user_turns": user_turns(sc),
         "streamed": user_stops,
+        "limits": limits_spec(&cfg.limits),
     }))
+}
+
+/// The opt-in call limits as a bridge passes them to its runtime, in the runtime's own
+/// argument names (a thread limit is passed as the run limit it acts as without a
+/// checkpointer).
+fn limits_spec(l: &loopsim_engine::limits::CallLimits) -> Value {
+    let u = &l.usage;
+    serde_json::json!({
+        "usage": {
+            "tool_calls_limit": u.tool_calls,
+            "input_tokens_limit": u.input_tokens,
+            "output_tokens_limit": u.output_tokens,
+            "total_tokens_limit": u.total_tokens,
+        },
+        "model_call_limit": l.model_calls.map(|m| serde_json::json!({
+            "run_limit": m.limit,
+            "exit_behavior": m.exit.as_str(),
+        })),
+        "tool_call_limit": l.tool_calls.as_ref().map(|t| serde_json::json!({
+            "tool_name": t.tool,
+            "run_limit": t.limit,
+            "exit_behavior": t.exit.as_str(),
+        })),
+    })
 }
 
 /// What a scenario asks of `runtime` live that its bridge cannot do yet, if anything.

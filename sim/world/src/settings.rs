@@ -24,6 +24,9 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
     Some(RuntimeSettings {
         runtime: p.runtime.package(),
         cap: match c.cap_setting {
+            Some(v) if c.turn.graph.is_some() => {
+                format!("{key} {v} (graph steps: at most {calls})")
+            }
             Some(v) if v != c.max_iterations => {
                 format!("{key} {v} ({calls})")
             }
@@ -86,6 +89,41 @@ fn other_limits(c: &EngineConfig) -> Vec<String> {
             Some(f) => format!("trim_context_at {f} (of the window; the oldest results dropped)"),
             None => "trim_context_at none".into(),
         });
+    }
+    out.extend(call_limits(&c.limits));
+    out
+}
+
+/// The opt-in call limits that are set, one line each.
+fn call_limits(l: &loopsim_engine::limits::CallLimits) -> Vec<String> {
+    let mut out = Vec::new();
+    let u = &l.usage;
+    for (key, v) in [
+        ("tool_calls_limit", u.tool_calls),
+        ("input_tokens_limit", u.input_tokens),
+        ("output_tokens_limit", u.output_tokens),
+        ("total_tokens_limit", u.total_tokens),
+    ] {
+        if let Some(n) = v {
+            out.push(format!("{key} {n}, then UsageLimitExceeded"));
+        }
+    }
+    if let Some(m) = l.model_calls {
+        out.push(format!(
+            "model_call_limit {} per run (exit_behavior {})",
+            m.limit,
+            m.exit.as_str()
+        ));
+    }
+    if let Some(t) = &l.tool_calls {
+        out.push(format!(
+            "tool_call_limit {} per run of {} (exit_behavior {})",
+            t.limit,
+            t.tool
+                .as_deref()
+                .map_or("every tool".to_string(), |n| format!("`{n}`")),
+            t.exit.as_str()
+        ));
     }
     out
 }

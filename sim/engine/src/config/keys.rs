@@ -24,6 +24,10 @@ pub enum KeyKind {
     Seconds,
     /// A share: a number above 0 and at most 1.
     Fraction,
+    /// One of these words (another runtime's string options).
+    Choice(&'static [&'static str]),
+    /// A name (another runtime's string setting, e.g. a tool's name).
+    Text,
 }
 
 impl KeyKind {
@@ -38,6 +42,8 @@ impl KeyKind {
             }
             KeyKind::Seconds => "a number of seconds".into(),
             KeyKind::Fraction => "a number above 0 and at most 1".into(),
+            KeyKind::Choice(words) => format!("one of: {}", words.join(", ")),
+            KeyKind::Text => "a name".into(),
         }
     }
 }

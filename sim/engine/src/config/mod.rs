@@ -76,6 +76,8 @@ pub struct EngineConfig {
     pub observation: crate::observation::ObservationRules,
     /// OpenHands' stuck detector (`None`: off, or a runtime without one).
     pub stuck: Option<crate::stuck::StuckThresholds>,
+    /// Opt-in call limits (Pydantic AI's token and tool-call limits, LangChain's middleware).
+    pub limits: crate::limits::CallLimits,
     pub notes: Vec<ConfigNote>,
 }
 
@@ -112,6 +114,7 @@ impl EngineConfig {
             hard_stop_rule: HardStopRule::Configured,
             observation: p.observation,
             stuck: p.stuck_detection,
+            limits: crate::limits::CallLimits::default(),
             notes: Vec::new(),
         };
         c.apply_platform();
@@ -212,6 +215,30 @@ impl EngineConfig {
                 o.trim_context_at.map_or(u64::MAX, f64::to_bits),
             ] {
                 b.extend_from_slice(&n.to_le_bytes());
+            }
+        }
+        let l = &self.limits;
+        if l.any() {
+            // Opt-in limits (none by default, so defaults' hashes are unchanged).
+            let u = &l.usage;
+            for n in [
+                u.tool_calls,
+                u.input_tokens,
+                u.output_tokens,
+                u.total_tokens,
+            ] {
+                b.extend_from_slice(&n.unwrap_or(u64::MAX).to_le_bytes());
+            }
+            if let Some(m) = l.model_calls {
+                b.extend_from_slice(&m.limit.to_le_bytes());
+                b.extend_from_slice(m.exit.as_str().as_bytes());
+            }
+            b.push(0xfe);
+            if let Some(t) = &l.tool_calls {
+                b.extend_from_slice(&t.limit.to_le_bytes());
+                b.extend_from_slice(t.exit.as_str().as_bytes());
+                b.push(0);
+                b.extend_from_slice(t.tool.as_deref().unwrap_or("\u{0}all").as_bytes());
             }
         }
         crate::hash::Hash::of(&b)

@@ -36,14 +36,20 @@ pub enum LimitError {
     UnexpectedModelBehavior,
     /// LangGraph: the graph ran `recursion_limit` steps without ending.
     GraphRecursionError,
+    /// LangChain's `ModelCallLimitMiddleware` with `exit_behavior="error"`.
+    ModelCallLimitExceededError,
+    /// LangChain's `ToolCallLimitMiddleware` with `exit_behavior="error"`.
+    ToolCallLimitExceededError,
 }
 
 impl LimitError {
-    pub const ALL: [LimitError; 4] = [
+    pub const ALL: [LimitError; 6] = [
         LimitError::MaxTurnsExceeded,
         LimitError::UsageLimitExceeded,
         LimitError::UnexpectedModelBehavior,
         LimitError::GraphRecursionError,
+        LimitError::ModelCallLimitExceededError,
+        LimitError::ToolCallLimitExceededError,
     ];
 
     /// Whether the exception is the runtime's limit on the loop (its governance), not its
@@ -59,6 +65,8 @@ impl LimitError {
             LimitError::UsageLimitExceeded => "UsageLimitExceeded",
             LimitError::UnexpectedModelBehavior => "UnexpectedModelBehavior",
             LimitError::GraphRecursionError => "GraphRecursionError",
+            LimitError::ModelCallLimitExceededError => "ModelCallLimitExceededError",
+            LimitError::ToolCallLimitExceededError => "ToolCallLimitExceededError",
         }
     }
 }
@@ -106,6 +114,12 @@ pub enum ExitReason {
     ConversationMaxIterations,
     /// OpenHands: the stuck detector stopped the run (status STUCK).
     ConversationStuck,
+    /// LangChain's `ModelCallLimitMiddleware` ended the run at its limit (`exit_behavior`
+    /// "end"): the middleware's own message is the last, no further call.
+    ModelCallLimitReached,
+    /// LangChain's `ToolCallLimitMiddleware` ended the run at its limit (`exit_behavior`
+    /// "end"): none of the reply's calls ran.
+    ToolCallLimitReached,
 }
 
 fn cut80(s: &str) -> &str {
@@ -150,6 +164,8 @@ impl fmt::Display for ExitReason {
             TokenBudgetExhausted => f.write_str("token_budget_exhausted"),
             ConversationMaxIterations => f.write_str("conversation_error(MaxIterationsReached)"),
             ConversationStuck => f.write_str("conversation_stuck"),
+            ModelCallLimitReached => f.write_str("model_call_limit_reached"),
+            ToolCallLimitReached => f.write_str("tool_call_limit_reached"),
         }
     }
 }
@@ -157,7 +173,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 29] = [
+    pub const FORMS: [&'static str; 31] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -187,6 +203,8 @@ impl ExitReason {
         "token_budget_exhausted",
         "conversation_error(MaxIterationsReached)",
         "conversation_stuck",
+        "model_call_limit_reached",
+        "tool_call_limit_reached",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -253,6 +271,8 @@ impl ExitReason {
             TokenBudgetExhausted,
             ConversationMaxIterations,
             ConversationStuck,
+            ModelCallLimitReached,
+            ToolCallLimitReached,
         ];
         plain.into_iter().find(|r| r.to_string() == s)
     }
@@ -260,15 +280,18 @@ impl ExitReason {
 
 impl ExitReason {
     /// Whether another runtime's own limit ended the turn: an exception it raises at its
-    /// cap, smolagents' final answer at `max_steps`, or the article loop's token budget. Reports, sweeps and `check` count it
-    /// as the run's stop, as a guardrail halt is Hermes's.
+    /// cap, smolagents' final answer at `max_steps`, the article loop's token budget, a
+    /// call-limit middleware's end. Reports, sweeps and `check` count it as the run's stop,
+    /// as a guardrail halt is Hermes's.
     pub fn is_runtime_limit(&self) -> bool {
         match self {
             ExitReason::Raised(e) => e.is_limit(),
             ExitReason::MaxStepsError
             | ExitReason::TokenBudgetExhausted
             | ExitReason::ConversationMaxIterations
-            | ExitReason::ConversationStuck => true,
+            | ExitReason::ConversationStuck
+            | ExitReason::ModelCallLimitReached
+            | ExitReason::ToolCallLimitReached => true,
             _ => false,
         }
     }
@@ -331,6 +354,9 @@ mod tests {
             ExitReason::TokenBudgetExhausted,
             ExitReason::ConversationStuck,
             ExitReason::ConversationMaxIterations,
+            ExitReason::ModelCallLimitReached,
+            ExitReason::ToolCallLimitReached,
+            ExitReason::Raised(LimitError::ToolCallLimitExceededError),
         ];
         for r in samples {
             assert_eq!(ExitReason::parse(&r.to_string()), Some(r.clone()), "{r}");
@@ -344,6 +370,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 29);
+        assert_eq!(ExitReason::FORMS.len(), 31);
     }
 }

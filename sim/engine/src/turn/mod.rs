@@ -9,6 +9,8 @@
 use std::sync::Arc;
 
 use crate::budget::IterationBudget;
+use crate::limits::LimitStop;
+use crate::profile::GraphLayout;
 
 pub mod batch;
 pub mod compression;
@@ -48,6 +50,9 @@ pub struct TurnRules {
     /// The run's total-token budget (input and output of its model calls), checked before
     /// each call: spent, the turn ends `token_budget_exhausted` (the article's loop).
     pub token_budget: Option<u64>,
+    /// LangGraph's steps under `recursion_limit`, counted node by node: the cap in calls
+    /// is then a bound, and the steps decide.
+    pub graph: Option<GraphLayout>,
 }
 
 /// How a runtime takes an empty reply.
@@ -96,6 +101,7 @@ impl TurnRules {
         at_cap: AtCap::MaxIterationsReached,
         on_empty_reply: OnEmptyReply::Recover,
         token_budget: None,
+        graph: None,
     };
 }
 
@@ -149,6 +155,10 @@ pub struct TurnGovernor {
     last_reply_empty: bool,
     /// Input and output tokens of this turn's model calls ([`TurnRules::token_budget`]).
     tokens_used: u64,
+    /// Graph steps run this turn ([`TurnRules::graph`]).
+    steps: u64,
+    /// The round's tool calls run as a step of their own (not all of them blocked).
+    tools_step: bool,
 }
 
 /// Empty replies Hermes retries in a turn before it gives up (`agent/conversation_loop.py`,
@@ -207,6 +217,8 @@ impl TurnGovernor {
             nudged_this_round: false,
             last_reply_empty: false,
             tokens_used: 0,
+            steps: 0,
+            tools_step: true,
         }
     }
 
@@ -242,11 +254,28 @@ impl TurnGovernor {
     }
 
     fn within_limits(&self) -> bool {
-        self.api_call_count < self.max_iterations && self.budget.remaining() > self.reserve
+        let calls =
+            self.api_call_count < self.max_iterations && self.budget.remaining() > self.reserve;
+        // The next model call's step, after the middleware's hooks before it.
+        calls
+            && self
+                .rules
+                .graph
+                .is_none_or(|g| self.steps + g.before_model + 1 <= g.limit)
     }
 
     /// Starts the next iteration: the loop test, the interrupt check, then the counters.
     pub fn begin_iteration(&mut self, interrupt_requested: bool) -> Step {
+        self.begin_iteration_unless(interrupt_requested, None)
+    }
+
+    /// [`TurnGovernor::begin_iteration`], with a limit checked before the model call
+    /// (`ModelCallLimitMiddleware`'s): it acts after the cap, before the user's stop.
+    pub fn begin_iteration_unless(
+        &mut self,
+        interrupt_requested: bool,
+        limit: Option<LimitStop>,
+    ) -> Step {
         if self.exit != ExitReason::Unknown {
             return Step::Exit;
         }
@@ -260,6 +289,10 @@ impl TurnGovernor {
         } else {
             return Step::Exit;
         };
+        if let Some(stop) = limit {
+            self.limit_stop(stop);
+            return Step::Exit;
+        }
         if interrupt_requested {
             self.exit = ExitReason::InterruptedByUser;
             self.interrupted = true;
@@ -278,6 +311,9 @@ impl TurnGovernor {
             self.grace_state = GraceState::Used;
             return Step::Call { tools: false };
         }
+        if let Some(g) = self.rules.graph {
+            self.steps += g.before_model + 1;
+        }
         if !self.budget.consume_keeping(self.reserve) {
             self.exit = ExitReason::BudgetExhausted;
             return Step::Exit;
@@ -288,6 +324,15 @@ impl TurnGovernor {
     /// Whether the runtime ends the run on the reply of the call just made, before acting on
     /// it ([`AtCap::RaiseDroppingLastReply`]): then the turn is over with the limit's exception.
     pub fn drops_reply(&mut self) -> bool {
+        if let Some(g) = self.rules.graph {
+            // The reply's hooks and its tools (or the end) must come before the last step.
+            if self.steps + g.after_model + 1 <= g.limit {
+                return false;
+            }
+            self.exit = ExitReason::Raised(crate::turn::LimitError::GraphRecursionError);
+            self.failed = true;
+            return true;
+        }
         let AtCap::RaiseDroppingLastReply(e) = self.rules.at_cap else {
             return false;
         };
@@ -297,6 +342,44 @@ impl TurnGovernor {
         self.exit = ExitReason::Raised(e);
         self.failed = true;
         true
+    }
+
+    /// Whether the run ends on the reply just received, before acting on it: `stop`, a
+    /// limit checked on the reply (a token or tool-call limit), or the cap's own rule
+    /// ([`TurnGovernor::drops_reply`]). Under LangGraph a limit's hook is the first step
+    /// after the model's, so it acts only if the recursion limit lets that step run (and, to
+    /// end the run, the step after it).
+    pub fn reply_stops(&mut self, stop: Option<LimitStop>) -> bool {
+        let Some(stop) = stop else {
+            return self.drops_reply();
+        };
+        if let Some(g) = self.rules.graph {
+            let hook = self.steps + 1;
+            let acts = match stop {
+                LimitStop::Raise(_) => hook <= g.limit,
+                LimitStop::End(_) => hook < g.limit,
+            };
+            if !acts {
+                return self.drops_reply();
+            }
+        }
+        self.limit_stop(stop);
+        true
+    }
+
+    /// A limit ended the run: the runtime raised, or its middleware ended it.
+    pub fn limit_stop(&mut self, stop: LimitStop) {
+        self.exit = stop.exit_reason();
+        match stop {
+            LimitStop::Raise(_) => self.failed = true,
+            LimitStop::End(_) => self.final_answer = true,
+        }
+    }
+
+    /// Every call of the round was blocked by a limit that lets the loop go on: no tools
+    /// step runs, the graph goes back to the model.
+    pub fn all_calls_blocked(&mut self) {
+        self.tools_step = false;
     }
 
     /// The model answered with text: the turn is over.
@@ -346,6 +429,10 @@ impl TurnGovernor {
     ) -> bool {
         self.nudged_this_round = false;
         self.last_reply_empty = false;
+        if let Some(g) = self.rules.graph {
+            self.steps += g.after_model + u64::from(self.tools_step);
+            self.tools_step = true;
+        }
         if halted {
             self.exit = ExitReason::GuardrailHalt;
             self.final_answer = true;
@@ -404,8 +491,7 @@ impl TurnGovernor {
     /// Runs the finalizer: rewrites an exhausted turn's reason and says whether a summary
     /// call is owed.
     pub fn finish(&mut self) -> TurnEnd {
-        let exhausted =
-            self.api_call_count >= self.max_iterations || self.budget.remaining() <= self.reserve;
+        let exhausted = !self.within_limits();
         let mut summary_call = false;
         // Hermes's rules for a loop that stopped on an empty reply; another runtime's cap
         // acts whatever the last reply was.
@@ -608,32 +694,51 @@ mod tests {
         );
     }
 
+    /// A LangGraph turn under `limit` with `hooks` middleware nodes per round.
+    fn graph_turn(limit: u64, hooks: (u64, u64)) -> TurnGovernor {
+        use crate::profile::{GraphLayout, recursion_limit_cap};
+        let base = crate::profile::Profile::get(crate::profile::ProfileName::LangGraph1_2).turn;
+        let layout = GraphLayout::create_agent(limit, hooks);
+        let (max, at_cap) = recursion_limit_cap(layout);
+        let rules = TurnRules {
+            at_cap,
+            graph: Some(layout),
+            ..base
+        };
+        TurnGovernor::new(rules, max)
+    }
+
+    /// Model calls made and tool rounds run until the graph stops, the model always calling.
+    fn graph_run(g: &mut TurnGovernor) -> (u64, u64) {
+        let (mut made, mut ran) = (0, 0);
+        while let Step::Call { .. } = g.begin_iteration(false) {
+            made += 1;
+            if g.drops_reply() {
+                break;
+            }
+            g.tool_round(["terminal"], false);
+            ran += 1;
+        }
+        (made, ran)
+    }
+
     #[test]
     fn langgraph_counts_graph_steps_and_an_odd_limit_drops_the_last_reply() {
-        use crate::profile::recursion_limit_cap;
-        let base = crate::profile::Profile::get(crate::profile::ProfileName::LangGraph1_2).turn;
         // (limit, model calls, tool rounds run): the model at odd steps, its tools at even.
         for (limit, calls, rounds) in [(1, 1, 0), (2, 1, 1), (6, 3, 3), (7, 4, 3), (25, 13, 12)] {
-            let (max, at_cap) = recursion_limit_cap(limit);
-            let mut g = TurnGovernor::new(TurnRules { at_cap, ..base }, max);
-            let (mut made, mut ran) = (0, 0);
-            while let Step::Call { .. } = g.begin_iteration(false) {
-                made += 1;
-                if g.drops_reply() {
-                    break;
-                }
-                g.tool_round(["terminal"], false);
-                ran += 1;
-            }
-            assert_eq!((made, ran), (calls, rounds), "recursion_limit {limit}");
+            let mut g = graph_turn(limit, (0, 0));
+            assert_eq!(
+                graph_run(&mut g),
+                (calls, rounds),
+                "recursion_limit {limit}"
+            );
             assert_eq!(
                 g.finish().exit_reason.to_string(),
                 "raised(GraphRecursionError)"
             );
         }
         // An even limit's last call may answer; an odd one's answer comes one step too late.
-        let (max, at_cap) = recursion_limit_cap(4);
-        let mut g = TurnGovernor::new(TurnRules { at_cap, ..base }, max);
+        let mut g = graph_turn(4, (0, 0));
         g.begin_iteration(false);
         g.tool_round(["terminal"], false);
         g.begin_iteration(false);
@@ -643,12 +748,83 @@ mod tests {
             g.finish().exit_reason.to_string(),
             "text_response(finish_reason=stop)"
         );
-        let (max, at_cap) = recursion_limit_cap(3);
-        let mut g = TurnGovernor::new(TurnRules { at_cap, ..base }, max);
+        let mut g = graph_turn(3, (0, 0));
         g.begin_iteration(false);
         g.tool_round(["terminal"], false);
         g.begin_iteration(false);
         assert!(g.drops_reply());
+    }
+
+    #[test]
+    fn langgraph_middleware_hooks_are_steps_of_their_own() {
+        // Measured against langchain 1.5: at recursion_limit 25, ModelCallLimitMiddleware
+        // alone (a hook before the model and one after) leaves 6 calls, all of whose tools run.
+        let mut g = graph_turn(25, (1, 1));
+        assert_eq!(graph_run(&mut g), (6, 6));
+        // The least limits for one tool round and an answer: 4, 6 with the tool-call limit's
+        // hook, 8 with the model-call limit's two, 10 with both.
+        use crate::profile::GraphLayout;
+        for (hooks, least) in [((0, 0), 4), ((0, 1), 6), ((1, 1), 8), ((1, 2), 10)] {
+            assert_eq!(
+                GraphLayout::create_agent(0, hooks).limit_for_calls(2),
+                least
+            );
+            for limit in [least - 1, least] {
+                let mut g = graph_turn(limit, hooks);
+                assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+                assert!(!g.drops_reply());
+                g.tool_round(["terminal"], false);
+                assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+                if g.drops_reply() {
+                    assert_eq!(limit, least - 1, "{hooks:?}");
+                    continue;
+                }
+                g.text_reply(FinishReason::Stop);
+                assert_eq!(limit, least, "{hooks:?}");
+            }
+        }
+        // A round whose calls were all blocked has no tools step: the next call comes sooner
+        // (the steps decide; the cap in calls is only their bound).
+        let rules = graph_turn(9, (0, 1)).rules;
+        let mut g = TurnGovernor::new(rules, 100);
+        let mut made = 0;
+        while let Step::Call { .. } = g.begin_iteration(false) {
+            made += 1;
+            if g.drops_reply() {
+                break;
+            }
+            g.all_calls_blocked();
+            g.tool_round(["terminal"], false);
+        }
+        // Model at steps 1, 3, 5, 7, 9 (each round: the model and the hook).
+        assert_eq!(made, 5);
+    }
+
+    #[test]
+    fn a_limit_hook_acts_only_if_its_step_runs() {
+        use crate::limits::{LimitStop, Limited};
+        // Tool-call limit's hook right after the model's step, at recursion_limit 3 with
+        // (0, 1) hooks: model at 1, hook at 2, tools at 3.
+        let end = LimitStop::End(Limited::ToolCalls);
+        let raise = LimitStop::Raise(LimitError::ToolCallLimitExceededError);
+        for (limit, stop, exit) in [
+            (3, end, "tool_call_limit_reached"),
+            (2, end, "raised(GraphRecursionError)"),
+            (2, raise, "raised(ToolCallLimitExceededError)"),
+            (1, raise, "raised(GraphRecursionError)"),
+        ] {
+            let mut g = graph_turn(limit, (0, 1));
+            g.begin_iteration(false);
+            assert!(g.reply_stops(Some(stop)));
+            assert_eq!(g.finish().exit_reason.to_string(), exit, "limit {limit}");
+        }
+        // The model-call limit's hook comes before the model: the cap goes first.
+        let mut g = graph_turn(9999, (1, 1));
+        let stop = LimitStop::End(Limited::ModelCalls);
+        assert_eq!(g.begin_iteration_unless(true, Some(stop)), Step::Exit);
+        let end = g.finish();
+        assert_eq!(end.exit_reason.to_string(), "model_call_limit_reached");
+        assert_eq!(end.api_calls, 0, "no model call past the limit");
     }
 
     #[test]

@@ -149,6 +149,7 @@ fn show(v: &Yaml) -> String {
         Yaml::Bool(b) => b.to_string(),
         Yaml::Int(i) => i.to_string(),
         Yaml::Float(f) => format!("{f:?}"),
+        Yaml::Str(s) => s.clone(),
         _ => String::new(),
     }
 }
@@ -180,6 +181,10 @@ fn typed(kind: KeyKind, v: &str) -> Result<Yaml, String> {
             Ok(f) if f > 0.0 && f <= 1.0 => Ok(Yaml::Float(f)),
             _ => Err("expected a number above 0 and at most 1".into()),
         },
+        KeyKind::Choice(words) if words.contains(&v) => Ok(Yaml::Str(v.to_string())),
+        KeyKind::Choice(words) => Err(format!("expected one of: {}", words.join(", "))),
+        KeyKind::Text if !v.is_empty() => Ok(Yaml::Str(v.to_string())),
+        KeyKind::Text => Err("expected a name".into()),
         KeyKind::Section => Err("a section has no value".into()),
     }
 }

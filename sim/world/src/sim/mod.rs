@@ -18,6 +18,7 @@ use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, No
 use crate::guard_log::{GuardCall, Logged};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
+use loopsim_engine::limits::{LimitCounter, LimitStop, Tools};
 use loopsim_engine::observation::FailureStreaks;
 use loopsim_engine::stuck::{Check, LogEvent, StuckDetector};
 use loopsim_engine::turn::{
@@ -92,6 +93,12 @@ struct Agent<'s> {
     failure_streaks: FailureStreaks,
     /// The runtime's stuck detector over this agent's conversation (OpenHands).
     stuck: Option<StuckDetector>,
+    /// This run's usage against the opt-in call limits (`cfg.limits`).
+    limits: LimitCounter,
+    /// The calls of this round a limit blocked (answered with an error, not run).
+    blocked: Vec<bool>,
+    /// The last model call's input and output tokens, for limits checked on its response.
+    last_tokens: (u64, u64),
     call_started: Instant,
     waiting_batch: Option<usize>,
     pending_results: Vec<usize>,
@@ -342,6 +349,9 @@ impl<'s> World<'s> {
             since_tool: None,
             round_flagged: false,
             failure_streaks: FailureStreaks::default(),
+            limits: LimitCounter::default(),
+            blocked: Vec::new(),
+            last_tokens: (0, 0),
             stuck,
             call_started: self.sched.now(),
             waiting_batch: None,
@@ -447,7 +457,9 @@ impl<'s> World<'s> {
         if !interrupt && self.stuck_before_step(a) {
             return self.end_turn(a);
         }
-        match self.agents[a].gov.begin_iteration(interrupt) {
+        let ag = &mut self.agents[a];
+        let limit = ag.limits.before_model(&ag.cfg.limits);
+        match ag.gov.begin_iteration_unless(interrupt, limit) {
             TurnStep::Exit => self.end_turn(a),
             TurnStep::Call { tools } => {
                 let delay = match self.context_gate(a) {
@@ -477,6 +489,7 @@ impl<'s> World<'s> {
                 let model = ag.script.model();
                 ag.calls += 1;
                 ag.gov.note_tokens(call.input_tokens + call.output_tokens);
+                ag.last_tokens = (call.input_tokens, call.output_tokens);
                 ag.plan = Some(call.reply);
                 let latency = call.latency;
                 // The request goes out once a compression before it is done.

@@ -10,12 +10,14 @@ impl<'s> World<'s> {
             return;
         }
         self.agents[a].last_activity = self.sched.now();
-        if self.agents[a].gov.drops_reply() {
-            // The runtime raised at its limit before acting on this reply.
+        let plan = self.agents[a].plan.expect("a plan");
+        let stop = self.reply_limits(a, plan);
+        if self.agents[a].gov.reply_stops(stop) {
+            // The runtime raised at its limit (or its middleware ended the run) before
+            // acting on this reply.
             self.end_turn(a);
             return;
         }
-        let plan = self.agents[a].plan.expect("a plan");
         match plan {
             Reply::Answer => {
                 self.log_event(a, LogEvent::AgentMessage);
@@ -63,6 +65,31 @@ impl<'s> World<'s> {
                     }
                 }
                 self.next_call(a);
+            }
+        }
+    }
+
+    /// The opt-in limits checked on a reply before the runtime acts on it: its tokens, then
+    /// its tool calls (which of them a limit blocks, into `blocked`).
+    fn reply_limits(&mut self, a: AgentId, plan: Reply<'s>) -> Option<LimitStop> {
+        let ag = &mut self.agents[a];
+        ag.blocked.clear();
+        if !ag.cfg.limits.any() {
+            return None;
+        }
+        let (input, output) = ag.last_tokens;
+        if let Some(stop) = ag.limits.after_response(&ag.cfg.limits, input, output) {
+            return Some(stop);
+        }
+        let Reply::Calls(calls) = plan else {
+            return None;
+        };
+        let tools: Vec<&str> = calls.iter().map(|c| c.tool.get_ref().as_str()).collect();
+        match ag.limits.before_tools(&ag.cfg.limits, &tools) {
+            Tools::Stop(stop) => Some(stop),
+            Tools::Run(blocked) => {
+                ag.blocked = blocked;
+                None
             }
         }
     }
@@ -118,10 +145,27 @@ impl<'s> World<'s> {
             return;
         }
         if idx >= calls.len() {
+            let ag = &mut self.agents[a];
+            if !ag.blocked.is_empty() && ag.blocked.iter().all(|&b| b) {
+                ag.gov.all_calls_blocked();
+            }
             return self.end_round(a);
         }
         let c = &calls[idx];
         let tool: &'s str = c.tool.get_ref();
+        if self.agents[a].blocked.get(idx) == Some(&true) {
+            // A call-limit middleware answers it with an error; it never runs.
+            self.agents[a].count_tool_call(tool);
+            self.agents[a].script.refused_call();
+            if self.trace.enabled() {
+                let mut e = self.event(a, "tool_blocked");
+                e.tool = Some(tool.to_string());
+                e.detail = Some("tool_call_limit".into());
+                self.trace.line(&e);
+            }
+            self.agents[a].call_index += 1;
+            return self.next_call(a);
+        }
         let rep = self.agents[a].script.rep();
         let (args, signature) = call_args(&mut self.args_cache, c, rep);
         let ag = &mut self.agents[a];

@@ -26,6 +26,8 @@ impl World<'_> {
         };
         ag.guard.reset_turn();
         ag.failure_streaks.reset();
+        // Each user turn is a run of its own: the limits count afresh.
+        ag.limits = LimitCounter::default();
         if let Some(d) = &mut ag.stuck {
             // The turn's user message: the detector reads only what follows it.
             d.push(LogEvent::UserMessage);

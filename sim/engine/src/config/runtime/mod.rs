@@ -2,6 +2,8 @@
 //! runtime (`Runner.run(..., max_turns=25)` is `max_turns: 25`), read on top of the profile's
 //! defaults. Hermes's keys are read by [`super::read`]; a runtime reads only its own table.
 
+mod limits;
+
 use super::keys::{KeyKind, KeySpec, ReadBy, nearest};
 use super::{ConfigError, ConfigNote, EngineConfig};
 use crate::profile::{ProfileName, Runtime};
@@ -20,10 +22,39 @@ const fn key(path: &'static str, kind: KeyKind) -> KeySpec {
 const OPENAI_AGENTS: &[KeySpec] = &[key("max_turns", KeyKind::Int { min: 0 })];
 
 /// Pydantic AI: the fields of `UsageLimits` loopsim simulates (`usage_limits=` of `run`).
-const PYDANTIC_AI: &[KeySpec] = &[key("request_limit", KeyKind::Int { min: 0 })];
+const PYDANTIC_AI: &[KeySpec] = &[
+    key("request_limit", KeyKind::Int { min: 0 }),
+    key("tool_calls_limit", KeyKind::Int { min: 0 }),
+    key("input_tokens_limit", KeyKind::Int { min: 0 }),
+    key("output_tokens_limit", KeyKind::Int { min: 0 }),
+    key("total_tokens_limit", KeyKind::Int { min: 0 }),
+];
 
-/// LangGraph: the run's config (`invoke(..., config={"recursion_limit": L})`).
-const LANGGRAPH: &[KeySpec] = &[key("recursion_limit", KeyKind::Int { min: 1 })];
+/// `exit_behavior` of LangChain's `ModelCallLimitMiddleware`.
+pub const MODEL_CALL_EXITS: &[&str] = &["end", "error"];
+/// `exit_behavior` of LangChain's `ToolCallLimitMiddleware`.
+pub const TOOL_CALL_EXITS: &[&str] = &["continue", "error", "end"];
+
+/// LangGraph: the run's config (`invoke(..., config={"recursion_limit": L})`), and
+/// LangChain's call-limit middleware, by its constructor's arguments.
+const LANGGRAPH: &[KeySpec] = &[
+    key("recursion_limit", KeyKind::Int { min: 1 }),
+    key("model_call_limit", KeyKind::Section),
+    key("model_call_limit.run_limit", KeyKind::Int { min: 0 }),
+    key("model_call_limit.thread_limit", KeyKind::Int { min: 0 }),
+    key(
+        "model_call_limit.exit_behavior",
+        KeyKind::Choice(MODEL_CALL_EXITS),
+    ),
+    key("tool_call_limit", KeyKind::Section),
+    key("tool_call_limit.tool_name", KeyKind::Text),
+    key("tool_call_limit.run_limit", KeyKind::Int { min: 0 }),
+    key("tool_call_limit.thread_limit", KeyKind::Int { min: 0 }),
+    key(
+        "tool_call_limit.exit_behavior",
+        KeyKind::Choice(TOOL_CALL_EXITS),
+    ),
+];
 
 /// smolagents: the agent's own `max_steps` (`ToolCallingAgent(..., max_steps=N)`).
 const SMOLAGENTS: &[KeySpec] = &[key("max_steps", KeyKind::Int { min: 1 })];
@@ -359,9 +390,14 @@ impl EngineConfig {
             Runtime::Hermes => unreachable!("Hermes's keys are read by EngineConfig::read"),
             Runtime::OpenAiAgents => self.read_cap(root, "max_turns", "MaxTurnsExceeded", file)?,
             Runtime::PydanticAi => {
-                self.read_cap(root, "request_limit", "UsageLimitExceeded", file)?
+                self.read_cap(root, "request_limit", "UsageLimitExceeded", file)?;
+                self.read_usage_limits(root, file)?;
             }
             Runtime::LangGraph => {
+                self.read_middleware(root, file)?;
+                let mut limit = self
+                    .cap_setting
+                    .unwrap_or(crate::profile::LANGGRAPH_CREATE_AGENT_LIMIT);
                 if let Some(n) = root.get("recursion_limit") {
                     let Yaml::Int(v) = n.value else {
                         return Err(bad(n, "recursion_limit", "an integer, graph steps".into()));
@@ -374,12 +410,9 @@ impl EngineConfig {
                             format!("{v}: LangGraph requires at least 1"),
                         ));
                     }
-                    let limit = u64::try_from(v).unwrap_or(u64::MAX);
-                    let (calls, at_cap) = crate::profile::recursion_limit_cap(limit);
-                    self.max_iterations = calls;
-                    self.turn.at_cap = at_cap;
-                    self.cap_setting = Some(limit);
+                    limit = u64::try_from(v).unwrap_or(u64::MAX);
                 }
+                self.set_recursion_limit(limit);
             }
             Runtime::Smolagents => {
                 if let Some(n) = root.get("max_steps") {

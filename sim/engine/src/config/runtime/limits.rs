@@ -1,0 +1,242 @@
+//! The opt-in call limits' settings: Pydantic AI's `UsageLimits` fields and LangChain's
+//! call-limit middleware, each checked as the runtime checks its arguments (what it refuses
+//! with a `ValueError` is an error here).
+
+use super::super::keys::nearest;
+use super::super::{ConfigError, ConfigNote, EngineConfig};
+use super::{MODEL_CALL_EXITS, TOOL_CALL_EXITS};
+use crate::limits::{ExitBehavior, ModelCallLimit, ToolCallLimit};
+use crate::profile::{GraphLayout, recursion_limit_cap};
+use crate::yaml::{Node, Yaml};
+
+fn bad(file: &str, n: &Node, key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Value {
+        file: file.to_string(),
+        line: n.line,
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+/// An integer of at least 0 or `null` (no limit); `Ok(None)` when the key is absent.
+fn limit(
+    root: &Node,
+    key: &str,
+    path: &str,
+    file: &str,
+) -> Result<Option<Option<u64>>, ConfigError> {
+    let Some(n) = root.get(key) else {
+        return Ok(None);
+    };
+    match n.value {
+        Yaml::Null => Ok(Some(None)),
+        Yaml::Int(v) if v >= 0 => Ok(Some(Some(u64::try_from(v).unwrap_or(u64::MAX)))),
+        _ => Err(bad(
+            file,
+            n,
+            path,
+            "an integer of at least 0, or null for no limit",
+        )),
+    }
+}
+
+/// A middleware's section: a mapping whose keys are all among `names`.
+fn section<'a>(
+    root: &'a Node,
+    key: &str,
+    names: &[&str],
+    file: &str,
+) -> Result<Option<&'a Node>, ConfigError> {
+    let Some(n) = root.get(key) else {
+        return Ok(None);
+    };
+    let Yaml::Map(pairs) = &n.value else {
+        return Err(bad(file, n, key, "a mapping of the middleware's arguments"));
+    };
+    for (k, _) in pairs {
+        let name = match &k.value {
+            Yaml::Str(s) => s.as_str(),
+            _ => "",
+        };
+        if !names.contains(&name) {
+            let hint = nearest(name, names.iter().copied()).map_or_else(
+                || format!(" (it takes: {})", names.join(", ")),
+                |n| format!(" (did you mean `{n}`?)"),
+            );
+            return Err(bad(
+                file,
+                k,
+                &format!("{key}.{name}"),
+                format!("not an argument of this middleware{hint}"),
+            ));
+        }
+    }
+    Ok(Some(n))
+}
+
+fn exit_behavior(
+    n: &Node,
+    key: &str,
+    allowed: &[&str],
+    default: ExitBehavior,
+    file: &str,
+) -> Result<ExitBehavior, ConfigError> {
+    let path = format!("{key}.exit_behavior");
+    let Some(v) = n.get("exit_behavior") else {
+        return Ok(default);
+    };
+    let word = match &v.value {
+        Yaml::Str(s) => s.as_str(),
+        _ => "",
+    };
+    if !allowed.contains(&word) {
+        let hint = nearest(word, allowed.iter().copied())
+            .map_or(String::new(), |w| format!(" (did you mean `{w}`?)"));
+        return Err(bad(
+            file,
+            v,
+            &path,
+            format!("one of: {}{hint}", allowed.join(", ")),
+        ));
+    }
+    Ok(match word {
+        "continue" => ExitBehavior::Continue,
+        "error" => ExitBehavior::Error,
+        _ => ExitBehavior::End,
+    })
+}
+
+impl EngineConfig {
+    /// Pydantic AI's `UsageLimits` besides `request_limit`.
+    pub(super) fn read_usage_limits(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
+        let u = &mut self.limits.usage;
+        for (key, slot) in [
+            ("tool_calls_limit", &mut u.tool_calls),
+            ("input_tokens_limit", &mut u.input_tokens),
+            ("output_tokens_limit", &mut u.output_tokens),
+            ("total_tokens_limit", &mut u.total_tokens),
+        ] {
+            if let Some(v) = limit(root, key, key, file)? {
+                *slot = v;
+            }
+        }
+        Ok(())
+    }
+
+    /// A middleware's `run_limit` and `thread_limit`: at least one (LangChain refuses
+    /// neither). Without a checkpointer, as loopsim runs LangGraph, LangChain keeps no
+    /// thread count between invocations: a thread limit then counts one run, like a run
+    /// limit (noted).
+    fn middleware_limit(
+        &mut self,
+        n: &Node,
+        key: &str,
+        file: &str,
+    ) -> Result<(u64, Option<u64>, Option<u64>), ConfigError> {
+        let run = limit(n, "run_limit", &format!("{key}.run_limit"), file)?.flatten();
+        let thread = limit(n, "thread_limit", &format!("{key}.thread_limit"), file)?.flatten();
+        if let Some(t) = n.get("thread_limit").filter(|_| thread.is_some()) {
+            self.notes.push(ConfigNote {
+                line: t.line,
+                key: format!("{key}.thread_limit"),
+                message: "without a checkpointer LangChain starts the thread count over at \
+                          each invoke, so it limits each run, as run_limit does"
+                    .into(),
+            });
+        }
+        match run.into_iter().chain(thread).min() {
+            Some(l) => Ok((l, run, thread)),
+            None => Err(bad(
+                file,
+                n,
+                key,
+                "run_limit or thread_limit: the middleware refuses neither (ValueError)",
+            )),
+        }
+    }
+
+    /// LangChain's `ModelCallLimitMiddleware` and `ToolCallLimitMiddleware`.
+    pub(super) fn read_middleware(&mut self, root: &Node, file: &str) -> Result<(), ConfigError> {
+        if let Some(n) = section(
+            root,
+            "model_call_limit",
+            &["run_limit", "thread_limit", "exit_behavior"],
+            file,
+        )? {
+            let (limit, _, _) = self.middleware_limit(n, "model_call_limit", file)?;
+            let exit = exit_behavior(
+                n,
+                "model_call_limit",
+                MODEL_CALL_EXITS,
+                ExitBehavior::End,
+                file,
+            )?;
+            self.limits.model_calls = Some(ModelCallLimit { limit, exit });
+        }
+        if let Some(n) = section(
+            root,
+            "tool_call_limit",
+            &["tool_name", "run_limit", "thread_limit", "exit_behavior"],
+            file,
+        )? {
+            let (limit, run, thread) = self.middleware_limit(n, "tool_call_limit", file)?;
+            if let (Some(r), Some(t)) = (run, thread)
+                && r > t
+            {
+                return Err(bad(
+                    file,
+                    n,
+                    "tool_call_limit.run_limit",
+                    format!(
+                        "{r}: above thread_limit {t}, which the middleware refuses (ValueError)"
+                    ),
+                ));
+            }
+            let tool = match n.get("tool_name") {
+                None => None,
+                Some(v) => match &v.value {
+                    Yaml::Null => None,
+                    Yaml::Str(s) if !s.is_empty() => Some(s.clone()),
+                    _ => {
+                        return Err(bad(
+                            file,
+                            v,
+                            "tool_call_limit.tool_name",
+                            "a tool's name, or null for every tool",
+                        ));
+                    }
+                },
+            };
+            let exit = exit_behavior(
+                n,
+                "tool_call_limit",
+                TOOL_CALL_EXITS,
+                ExitBehavior::Continue,
+                file,
+            )?;
+            self.limits.tool_calls = Some(ToolCallLimit { tool, limit, exit });
+        }
+        Ok(())
+    }
+
+    /// LangGraph's `recursion_limit` with the middleware's hooks: the governor counts the
+    /// steps, the cap in calls is their bound (a round whose calls are all blocked takes a
+    /// step less, so the bound counts such rounds when a tool-call limit lets the loop go on).
+    pub(super) fn set_recursion_limit(&mut self, limit: u64) {
+        let layout = GraphLayout::create_agent(limit, self.limits.graph_hooks());
+        let (mut calls, at_cap) = recursion_limit_cap(layout);
+        if self
+            .limits
+            .tool_calls
+            .as_ref()
+            .is_some_and(|t| t.exit == ExitBehavior::Continue)
+            && limit > layout.before_model
+        {
+            calls = (limit - layout.before_model - 1) / (layout.round() - 1) + 1;
+        }
+        self.max_iterations = calls;
+        self.turn.at_cap = at_cap;
+        self.turn.graph = Some(layout);
+        self.cap_setting = Some(limit);
+    }
+}
