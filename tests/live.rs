@@ -300,41 +300,109 @@ fn the_langgraph_live_suite_matches_its_simulation_event_for_event() {
     // create_agent's limit of 9,999 steps is never reached by the suite.
     assert_eq!(live_suite_under(&LANGGRAPH, &py), 0);
     // The limits users set: an even one ends after its last call's tools, an odd one drops the
-    // last call's reply; each with the model call count the graph's steps allow.
-    let t = TempDir::new("live-langgraph-limits");
-    for (limit, calls) in [(24, 12), (25, 13), (7, 4)] {
-        let cfg = t.join(format!("lg{limit}.yaml"));
-        std::fs::write(&cfg, format!("recursion_limit: {limit}\n")).unwrap();
-        let out = t.join(format!("r{limit}"));
+    // last call's reply; each with the model call count the graph's steps allow. Then
+    // LangChain's call-limit middleware, each exit_behavior, alone, together and under a
+    // recursion limit (each hook is a step; a reply whose calls are all blocked has no tools
+    // step, so 25 steps allow 11 calls, not 9).
+    const GRE: &str = "raised(GraphRecursionError)";
+    let mcl = "model_call_limit:\n  run_limit: 4\n";
+    settings_runs_match(
+        "langgraph",
+        &py,
+        &[
+            ("two-call-cycle", "recursion_limit: 24\n", GRE, 12),
+            ("two-call-cycle", "recursion_limit: 25\n", GRE, 13),
+            ("two-call-cycle", "recursion_limit: 7\n", GRE, 4),
+            ("two-call-cycle", mcl, "model_call_limit_reached", 4),
+            (
+                "two-call-cycle",
+                "model_call_limit:\n  thread_limit: 4\n  exit_behavior: error\n",
+                "raised(ModelCallLimitExceededError)",
+                4,
+            ),
+            (
+                "two-call-cycle",
+                "tool_call_limit:\n  run_limit: 3\n  exit_behavior: end\n",
+                "tool_call_limit_reached",
+                2,
+            ),
+            (
+                "two-call-cycle",
+                "tool_call_limit:\n  run_limit: 3\n  exit_behavior: error\n",
+                "raised(ToolCallLimitExceededError)",
+                2,
+            ),
+            (
+                "two-call-cycle",
+                "model_call_limit:\n  run_limit: 4\ntool_call_limit:\n  run_limit: 2\n",
+                "model_call_limit_reached",
+                4,
+            ),
+            (
+                "two-call-cycle",
+                "recursion_limit: 10\ntool_call_limit:\n  tool_name: terminal\n  run_limit: 1\n",
+                GRE,
+                4,
+            ),
+            (
+                "incident-112535-identical-terminal",
+                "recursion_limit: 25\ntool_call_limit:\n  run_limit: 3\n",
+                GRE,
+                11,
+            ),
+            (
+                "two-call-cycle",
+                "recursion_limit: 9\nmodel_call_limit:\n  run_limit: 2\n",
+                GRE,
+                2,
+            ),
+        ],
+    );
+}
+
+/// Runs each `(scenario, settings, exit, model calls)` live under `runtime` with the settings
+/// as `--config`, and checks that the run is identical to its simulation, ends the first turn
+/// with `exit` and makes that many model calls. Returns the live traces.
+fn settings_runs_match(
+    runtime: &str,
+    py: &Path,
+    cases: &[(&str, &str, &str, usize)],
+) -> Vec<String> {
+    let t = TempDir::new(&format!("live-{runtime}-settings"));
+    let mut traces = Vec::new();
+    for (k, (scenario, settings, exit, calls)) in cases.iter().enumerate() {
+        let cfg = t.join(format!("c{k}.yaml"));
+        std::fs::write(&cfg, settings).unwrap();
+        let out = t.join(format!("r{k}"));
         let o = loopsim_in(
             &root(),
             &[
                 "live",
-                "scenarios/two-call-cycle.toml",
+                &format!("scenarios/{scenario}.toml"),
                 "--runtime",
-                &format!("langgraph={}", py.display()),
+                &format!("{runtime}={}", py.display()),
                 "--config",
                 cfg.to_str().unwrap(),
                 "--out",
                 out.to_str().unwrap(),
             ],
         );
-        assert_eq!(o.status.code(), Some(0), "{limit}: {}", output_text(&o));
+        let case = format!("{scenario} with {settings:?}");
+        assert_eq!(o.status.code(), Some(0), "{case}: {}", output_text(&o));
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
                 .unwrap();
-        assert_eq!(v["identical"], true, "{limit}: {}", v["first_divergence"]);
-        assert_eq!(
-            v["parent_turns"][0], "raised(GraphRecursionError)",
-            "{limit}"
-        );
+        assert_eq!(v["identical"], true, "{case}: {}", v["first_divergence"]);
+        assert_eq!(v["parent_turns"][0], *exit, "{case}");
         let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
         assert_eq!(
             trace.matches(r#""kind":"model_call""#).count(),
-            calls,
-            "{limit}"
+            *calls,
+            "{case}"
         );
+        traces.push(trace);
     }
+    traces
 }
 
 #[test]
@@ -346,37 +414,13 @@ fn the_smolagents_live_suite_matches_its_simulation_event_for_event() {
     assert!(capped >= 20, "only {capped} runs reached max_steps");
     // The agent's max_steps as users set it: that many steps, then one tools-free call for
     // the final answer.
-    let t = TempDir::new("live-smolagents-steps");
-    for steps in [1, 2, 5] {
-        let cfg = t.join(format!("s{steps}.yaml"));
-        std::fs::write(&cfg, format!("max_steps: {steps}\n")).unwrap();
-        let out = t.join(format!("r{steps}"));
-        let o = loopsim_in(
-            &root(),
-            &[
-                "live",
-                "scenarios/two-call-cycle.toml",
-                "--runtime",
-                &format!("smolagents={}", py.display()),
-                "--config",
-                cfg.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ],
-        );
-        assert_eq!(o.status.code(), Some(0), "{steps}: {}", output_text(&o));
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
-                .unwrap();
-        assert_eq!(v["identical"], true, "{steps}: {}", v["first_divergence"]);
-        assert_eq!(v["parent_turns"][0], "max_steps_error", "{steps}");
-        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
-        let count = |kind: &str| trace.matches(&format!(r#""kind":"{kind}""#)).count();
-        assert_eq!(
-            (count("model_call"), count("summary_call")),
-            (steps, 1),
-            "{steps}"
-        );
+    let cases = [1, 2, 5].map(|n| (format!("max_steps: {n}\n"), n));
+    let cases: Vec<_> = cases
+        .iter()
+        .map(|(c, n)| ("two-call-cycle", c.as_str(), "max_steps_error", *n))
+        .collect();
+    for trace in settings_runs_match("smolagents", &py, &cases) {
+        assert_eq!(trace.matches(r#""kind":"summary_call""#).count(), 1);
     }
 }
 
@@ -387,66 +431,33 @@ fn the_openhands_live_suite_matches_its_simulation_event_for_event() {
     };
     // Its stuck detector ends the loops long before max_iteration_per_run.
     assert_eq!(live_suite_under(&OPENHANDS, &py), 0);
-    let t = TempDir::new("live-openhands-settings");
-    // (scenario, settings, exit, model calls): the cap, which is checked after each step; a
-    // detector that waits for 7 repeats, which its alternation rule overtakes at 6 (one call
-    // six times over alternates too); and none at all.
-    for (k, (scenario, settings, exit, calls)) in [
-        (
-            "healthy-distinct-execute-code",
-            "max_iteration_per_run: 5\n",
-            "conversation_error(MaxIterationsReached)",
-            5,
-        ),
-        (
-            "incident-112535-identical-terminal",
-            "stuck_detection_thresholds:\n  action_observation: 7\n",
-            "conversation_stuck",
-            6,
-        ),
-        (
-            "incident-112535-identical-terminal",
-            "stuck_detection: false\nmax_iteration_per_run: 8\n",
-            "conversation_error(MaxIterationsReached)",
-            8,
-        ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let cfg = t.join(format!("oh{k}.yaml"));
-        std::fs::write(&cfg, settings).unwrap();
-        let out = t.join(format!("r{k}"));
-        let o = loopsim_in(
-            &root(),
-            &[
-                "live",
-                &format!("scenarios/{scenario}.toml"),
-                "--runtime",
-                &format!("openhands={}", py.display()),
-                "--config",
-                cfg.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ],
-        );
-        assert_eq!(o.status.code(), Some(0), "{settings}: {}", output_text(&o));
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
-                .unwrap();
-        assert_eq!(
-            v["identical"], true,
-            "{settings}: {}",
-            v["first_divergence"]
-        );
-        assert_eq!(v["parent_turns"][0], exit, "{settings}");
-        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
-        assert_eq!(
-            trace.matches(r#""kind":"model_call""#).count(),
-            calls,
-            "{settings}"
-        );
-    }
+    // The cap, which is checked after each step; a detector that waits for 7 repeats, which
+    // its alternation rule overtakes at 6 (one call six times over alternates too); and none
+    // at all.
+    settings_runs_match(
+        "openhands",
+        &py,
+        &[
+            (
+                "healthy-distinct-execute-code",
+                "max_iteration_per_run: 5\n",
+                "conversation_error(MaxIterationsReached)",
+                5,
+            ),
+            (
+                "incident-112535-identical-terminal",
+                "stuck_detection_thresholds:\n  action_observation: 7\n",
+                "conversation_stuck",
+                6,
+            ),
+            (
+                "incident-112535-identical-terminal",
+                "stuck_detection: false\nmax_iteration_per_run: 8\n",
+                "conversation_error(MaxIterationsReached)",
+                8,
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -456,6 +467,27 @@ fn the_pydantic_ai_live_suite_matches_its_simulation_event_for_event() {
     };
     let capped = live_suite_under(&PYDANTIC_AI, &py);
     assert!(capped >= 5, "only {capped} runs reached request_limit");
+    // UsageLimits' other fields: two calls per reply, so a tool-call limit of 4 is reached
+    // exactly by two replies (both run) and passed by the third (none of its calls runs); 0
+    // refuses the first reply's; each token limit trips on the response that passes it.
+    const RAISED: &str = "raised(UsageLimitExceeded)";
+    settings_runs_match(
+        "pydantic-ai",
+        &py,
+        &[
+            ("two-call-cycle", "tool_calls_limit: 4\n", RAISED, 3),
+            ("two-call-cycle", "tool_calls_limit: 0\n", RAISED, 1),
+            ("two-call-cycle", "total_tokens_limit: 30000\n", RAISED, 4),
+            ("two-call-cycle", "output_tokens_limit: 500\n", RAISED, 2),
+            ("two-call-cycle", "input_tokens_limit: 20000\n", RAISED, 3),
+            (
+                "healthy-research-40-searches",
+                "tool_calls_limit: 40\n",
+                "text_response(finish_reason=stop)",
+                41,
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -420,6 +420,18 @@ fn sweeps_run_over_each_new_runtimes_own_knobs() {
             "max_total_tokens",
             ["50000", "400000"],
         ),
+        (
+            "pydantic-ai-2.68",
+            "tool_calls_limit=5,30",
+            "tool_calls_limit",
+            ["5", "30"],
+        ),
+        (
+            "langgraph-1.2",
+            "model_call_limit.run_limit=5,30",
+            "model_call_limit.run_limit",
+            ["5", "30"],
+        ),
     ] {
         let out = t.join(profile);
         let o = loopsim_in(
@@ -456,4 +468,109 @@ fn sweeps_run_over_each_new_runtimes_own_knobs() {
         // A looser setting lets the loop waste more calls before its stop.
         assert!(at(want[0]) < at(want[1]), "{profile}: {csv}");
     }
+}
+
+#[test]
+fn opt_in_call_limits_stop_runs_where_the_runtimes_would() {
+    let t = TempDir::new("rt-limits");
+    let run = |scenario: &str, profile: &str, settings: &str, name: &str| {
+        let cfg = t.join(format!("{name}.yaml"));
+        std::fs::write(&cfg, settings).unwrap();
+        let out = t.join(name);
+        let v = json_run(&[
+            "run",
+            &format!("scenarios/{scenario}.toml"),
+            "--profile",
+            profile,
+            "--config",
+            cfg.to_str().unwrap(),
+            "--check-determinism",
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+        (v, trace)
+    };
+    // (scenario, profile, settings, stop, model calls): the figures the live suite proves.
+    for (k, (scenario, profile, settings, stop, calls)) in [
+        (
+            "two-call-cycle",
+            "pydantic-ai-2.68",
+            "tool_calls_limit: 4\n",
+            "raised(UsageLimitExceeded)",
+            3,
+        ),
+        (
+            "two-call-cycle",
+            "pydantic-ai-2.68",
+            "output_tokens_limit: 500\n",
+            "raised(UsageLimitExceeded)",
+            2,
+        ),
+        (
+            "two-call-cycle",
+            "langgraph-1.2",
+            "model_call_limit:\n  run_limit: 4\n",
+            "model_call_limit_reached",
+            4,
+        ),
+        (
+            "two-call-cycle",
+            "langgraph-1.2",
+            "tool_call_limit:\n  run_limit: 3\n  exit_behavior: end\n",
+            "tool_call_limit_reached",
+            2,
+        ),
+        (
+            "incident-112535-identical-terminal",
+            "langgraph-1.2",
+            "recursion_limit: 25\ntool_call_limit:\n  run_limit: 3\n",
+            "raised(GraphRecursionError)",
+            11,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (v, trace) = run(scenario, profile, settings, &format!("c{k}"));
+        let m = &v["metrics"][0];
+        assert_eq!(m["stop_code"], stop, "{settings}");
+        assert_eq!(m["calls"], calls, "{settings}");
+        assert_eq!(v["summary"]["parent_exit_reason"], stop, "{settings}");
+        let blocked = trace.matches(r#""kind":"tool_blocked""#).count();
+        if settings.contains("tool_call_limit") && !settings.contains("exit_behavior") {
+            // Each call past the third is answered by the middleware, never run; the 11th
+            // reply comes at the 25th step and is dropped by the recursion limit.
+            assert_eq!(blocked, calls - 3 - 1, "{trace}");
+            assert_eq!(trace.matches(r#""kind":"tool_call""#).count(), 3);
+        } else {
+            assert_eq!(blocked, 0);
+        }
+    }
+    // The report names the limits in force.
+    let cfg = t.join("c2.yaml");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            "scenarios/two-call-cycle.toml",
+            "--profile",
+            "langgraph-1.2",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            t.join("text").to_str().unwrap(),
+        ],
+    );
+    let text = output_text(&o);
+    assert!(
+        text.contains("model_call_limit 4 per run (exit_behavior end)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("graph steps: at most 2500 model calls"),
+        "{text}"
+    );
 }

@@ -305,7 +305,7 @@ fn codes_lists_every_name_loopsim_accepts() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["profiles"].as_array().unwrap().len(), 10);
     assert_eq!(j["decision_codes"].as_array().unwrap().len(), 11);
-    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 29);
+    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 31);
     assert!(
         j["exit_reasons"]
             .as_array()
@@ -328,8 +328,31 @@ fn codes_lists_every_name_loopsim_accepts() {
             .collect()
     };
     assert_eq!(runtime_keys("openai-agents-0.24"), ["max_turns"]);
-    assert_eq!(runtime_keys("pydantic-ai-2.68"), ["request_limit"]);
-    assert_eq!(runtime_keys("langgraph-1.2"), ["recursion_limit"]);
+    assert_eq!(
+        runtime_keys("pydantic-ai-2.68"),
+        [
+            "request_limit",
+            "tool_calls_limit",
+            "input_tokens_limit",
+            "output_tokens_limit",
+            "total_tokens_limit"
+        ]
+    );
+    assert_eq!(
+        runtime_keys("langgraph-1.2"),
+        [
+            "recursion_limit",
+            "model_call_limit",
+            "model_call_limit.run_limit",
+            "model_call_limit.thread_limit",
+            "model_call_limit.exit_behavior",
+            "tool_call_limit",
+            "tool_call_limit.tool_name",
+            "tool_call_limit.run_limit",
+            "tool_call_limit.thread_limit",
+            "tool_call_limit.exit_behavior"
+        ]
+    );
     assert_eq!(runtime_keys("smolagents-1.26"), ["max_steps"]);
     assert_eq!(
         runtime_keys("openhands-sdk-1.58")[..2],

@@ -240,3 +240,133 @@ impl EngineConfig {
         self.cap_setting = Some(limit);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::ProfileName;
+    use crate::yaml;
+
+    fn read(profile: ProfileName, text: &str) -> Result<EngineConfig, ConfigError> {
+        let root = yaml::parse(text).unwrap();
+        EngineConfig::from_node(profile, None, &root, "c.yaml")
+    }
+
+    fn message(r: Result<EngineConfig, ConfigError>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn pydantic_ai_reads_its_usage_limits() {
+        let c = read(
+            ProfileName::PydanticAi2_68,
+            "tool_calls_limit: 4\ntotal_tokens_limit: 30000\ninput_tokens_limit: null\n",
+        )
+        .unwrap();
+        let u = c.limits.usage;
+        assert_eq!(
+            (
+                u.tool_calls,
+                u.total_tokens,
+                u.input_tokens,
+                u.output_tokens
+            ),
+            (Some(4), Some(30000), None, None)
+        );
+        assert_ne!(
+            c.fingerprint(),
+            EngineConfig::new(ProfileName::PydanticAi2_68, None).fingerprint()
+        );
+        let m = message(read(
+            ProfileName::PydanticAi2_68,
+            "\noutput_tokens_limit: -1\n",
+        ));
+        assert!(
+            m.contains("c.yaml:2") && m.contains("output_tokens_limit"),
+            "{m}"
+        );
+        let m = message(read(ProfileName::PydanticAi2_68, "tool_call_limit: 3\n"));
+        assert!(m.contains("did you mean `tool_calls_limit`"), "{m}");
+    }
+
+    #[test]
+    fn langgraph_reads_the_middleware_and_refuses_what_langchain_refuses() {
+        let c = read(
+            ProfileName::LangGraph1_2,
+            "recursion_limit: 25\nmodel_call_limit:\n  run_limit: 4\ntool_call_limit:\n  tool_name: search\n  thread_limit: 2\n  exit_behavior: end\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.limits.model_calls,
+            Some(ModelCallLimit {
+                limit: 4,
+                exit: ExitBehavior::End
+            })
+        );
+        let t = c.limits.tool_calls.as_ref().unwrap();
+        assert_eq!(
+            (t.tool.as_deref(), t.limit, t.exit),
+            (Some("search"), 2, ExitBehavior::End)
+        );
+        // A thread limit acts as a run limit without a checkpointer: said, not silent.
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.key == "tool_call_limit.thread_limit" && n.line == 6),
+            "{:?}",
+            c.notes
+        );
+        // Both middlewares' hooks: 1 before and 2 after each model call, 5 steps a round.
+        let g = c.turn.graph.unwrap();
+        assert_eq!((g.limit, g.before_model, g.after_model), (25, 1, 2));
+        assert_eq!(c.max_iterations, 5);
+        for (text, says) in [
+            (
+                "model_call_limit:\n  exit_behavior: end\n",
+                "run_limit or thread_limit",
+            ),
+            (
+                "model_call_limit:\n  run_limit: 2\n  exit_behavior: continue\n",
+                "one of: end, error",
+            ),
+            (
+                "tool_call_limit:\n  run_limit: 2\n  exit_behavior: contineu\n",
+                "did you mean `continue`",
+            ),
+            (
+                "tool_call_limit:\n  run_limit: 3\n  thread_limit: 2\n",
+                "above thread_limit 2",
+            ),
+            (
+                "tool_call_limit:\n  run_limt: 3\n",
+                "did you mean `run_limit`",
+            ),
+            (
+                "tool_call_limit:\n  run_limit: 3\n  tool_name: 7\n",
+                "a tool's name",
+            ),
+            ("model_call_limit: 3\n", "a mapping"),
+        ] {
+            let m = message(read(ProfileName::LangGraph1_2, text));
+            assert!(m.contains(says), "{text:?}: {m}");
+            assert!(m.contains("c.yaml:"), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_tool_call_limit_that_lets_the_loop_go_on_widens_the_call_bound() {
+        // Rounds whose calls are all blocked take 2 steps instead of 3.
+        let c = read(
+            ProfileName::LangGraph1_2,
+            "recursion_limit: 25\ntool_call_limit:\n  run_limit: 3\n",
+        )
+        .unwrap();
+        assert_eq!(c.max_iterations, 13);
+        let c = read(
+            ProfileName::LangGraph1_2,
+            "recursion_limit: 25\ntool_call_limit:\n  run_limit: 3\n  exit_behavior: error\n",
+        )
+        .unwrap();
+        assert_eq!(c.max_iterations, 9);
+    }
+}
