@@ -290,6 +290,17 @@ fn the_openai_agents_live_suite_matches_its_simulation_event_for_event() {
     };
     let capped = live_suite_under(&OPENAI_AGENTS, &py);
     assert!(capped >= 20, "only {capped} runs reached max_turns");
+    // error_handlers["max_turns"]: the handler's final output at the cap, no further call;
+    // through Runner.run and, for a scenario whose user stops, Runner.run_streamed.
+    let handled = "max_turns: 5\nerror_handlers:\n  max_turns: true\n";
+    settings_runs_match(
+        "openai-agents",
+        &py,
+        &[
+            ("two-call-cycle", handled, "max_turns_handled", 5),
+            ("live-user-stop", handled, "max_turns_handled", 5),
+        ],
+    );
 }
 
 #[test]

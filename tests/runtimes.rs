@@ -511,6 +511,13 @@ fn opt_in_call_limits_stop_runs_where_the_runtimes_would() {
         ),
         (
             "two-call-cycle",
+            "openai-agents-0.24",
+            "max_turns: 5\nerror_handlers:\n  max_turns: true\n",
+            "max_turns_handled",
+            5,
+        ),
+        (
+            "two-call-cycle",
             "langgraph-1.2",
             "model_call_limit:\n  run_limit: 4\n",
             "model_call_limit_reached",
@@ -550,7 +557,7 @@ fn opt_in_call_limits_stop_runs_where_the_runtimes_would() {
         }
     }
     // The report names the limits in force.
-    let cfg = t.join("c2.yaml");
+    let cfg = t.join("c3.yaml");
     let o = loopsim_in(
         &root(),
         &[

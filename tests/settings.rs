@@ -305,7 +305,7 @@ fn codes_lists_every_name_loopsim_accepts() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["profiles"].as_array().unwrap().len(), 10);
     assert_eq!(j["decision_codes"].as_array().unwrap().len(), 11);
-    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 31);
+    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 32);
     assert!(
         j["exit_reasons"]
             .as_array()
@@ -327,7 +327,10 @@ fn codes_lists_every_name_loopsim_accepts() {
             .map(|k| k["key"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(runtime_keys("openai-agents-0.24"), ["max_turns"]);
+    assert_eq!(
+        runtime_keys("openai-agents-0.24"),
+        ["max_turns", "error_handlers", "error_handlers.max_turns"]
+    );
     assert_eq!(
         runtime_keys("pydantic-ai-2.68"),
         [

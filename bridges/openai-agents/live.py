@@ -8,6 +8,7 @@ SPEC (written by `loopsim live --runtime openai-agents`): {
   "model": "main",                     # the parent's model name
   "tools": ["terminal", ...],          # the scenario's tools, offered as function tools
   "cap": 10,                           # Runner.run's max_turns (null: the SDK's default)
+  "max_turns_handler": false,          # error_handlers["max_turns"]: a final output at the cap
   "task": "the first user message",
   "user_turns": ["..."],               # later user messages, each a run of its own
   "streamed": false                    # Runner.run_streamed, so a user's stop can cancel
@@ -37,6 +38,7 @@ try:
         Agent, FunctionTool, MaxTurnsExceeded, OpenAIChatCompletionsModel, RunHooks, Runner,
         set_tracing_disabled,
     )
+    from agents.run_error_handlers import RunErrorHandlerResult
 except ImportError as e:
     sdk_bridge.missing("the OpenAI Agents SDK", "openai-agents", e)
 set_tracing_disabled(True)
@@ -74,11 +76,23 @@ class CountCalls(RunHooks):
         self.calls += 1
 
 
+def max_turns_handler(handled):
+    """The spec's `error_handlers["max_turns"]`: a handler that answers for the exception
+    with a final output of its own, and notes that it did."""
+    def handler(data):
+        handled["max_turns"] = True
+        return RunErrorHandlerResult(final_output="loopsim: the turn limit was reached")
+    return handler
+
+
 async def run_turn(agent, items, max_turns):
     hooks = CountCalls()
     kwargs = {"hooks": hooks}
     if max_turns is not None:
         kwargs["max_turns"] = max_turns
+    handled = {"max_turns": False}
+    if SPEC.get("max_turns_handler"):
+        kwargs["error_handlers"] = {"max_turns": max_turns_handler(handled)}
     STOP["requested"] = False
     try:
         if SPEC.get("streamed"):
@@ -90,6 +104,7 @@ async def run_turn(agent, items, max_turns):
         else:
             result = await Runner.run(agent, items, **kwargs)
         exit_reason = ("interrupted_by_user" if STOP["requested"]
+                       else "max_turns_handled" if handled["max_turns"]
                        else "text_response(finish_reason=stop)")
         history = result.to_input_list()
     except MaxTurnsExceeded:

@@ -141,6 +141,9 @@ pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Result<Value
         "user_turns": user_turns(sc),
         "streamed": user_stops,
         "limits": limits_spec(&cfg.limits),
+        // The OpenAI Agents SDK's error_handlers["max_turns"]: a handler that gives the final
+        // output at the cap.
+        "max_turns_handler": cfg.turn.at_cap == loopsim_engine::turn::AtCap::HandledFinalOutput,
     }))
 }
 

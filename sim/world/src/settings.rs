@@ -45,6 +45,9 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
             }
             AtCap::MaxIterationsReached => "ends max_iterations_reached".into(),
             AtCap::FinalAnswerCall => "ends max_steps_error after a final-answer call".into(),
+            AtCap::HandledFinalOutput => {
+                "ends max_turns_handled: the error handler's final output, no further call".into()
+            }
             AtCap::ConversationError => {
                 "ends conversation_error(MaxIterationsReached), with no further call".into()
             }

@@ -189,6 +189,7 @@ impl EngineConfig {
                 AtCap::RaiseDroppingLastReply(_) => 2,
                 AtCap::FinalAnswerCall => 3,
                 AtCap::ConversationError => 4,
+                AtCap::HandledFinalOutput => 5,
             });
         }
         if let Some(t) = self.stuck {

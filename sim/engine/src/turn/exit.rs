@@ -120,6 +120,9 @@ pub enum ExitReason {
     /// LangChain's `ToolCallLimitMiddleware` ended the run at its limit (`exit_behavior`
     /// "end"): none of the reply's calls ran.
     ToolCallLimitReached,
+    /// OpenAI Agents SDK: the run reached `max_turns` and its `error_handlers["max_turns"]`
+    /// handler gave the final output instead of the exception: no further call.
+    MaxTurnsHandled,
 }
 
 fn cut80(s: &str) -> &str {
@@ -166,6 +169,7 @@ impl fmt::Display for ExitReason {
             ConversationStuck => f.write_str("conversation_stuck"),
             ModelCallLimitReached => f.write_str("model_call_limit_reached"),
             ToolCallLimitReached => f.write_str("tool_call_limit_reached"),
+            MaxTurnsHandled => f.write_str("max_turns_handled"),
         }
     }
 }
@@ -173,7 +177,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 31] = [
+    pub const FORMS: [&'static str; 32] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -205,6 +209,7 @@ impl ExitReason {
         "conversation_stuck",
         "model_call_limit_reached",
         "tool_call_limit_reached",
+        "max_turns_handled",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -273,6 +278,7 @@ impl ExitReason {
             ConversationStuck,
             ModelCallLimitReached,
             ToolCallLimitReached,
+            MaxTurnsHandled,
         ];
         plain.into_iter().find(|r| r.to_string() == s)
     }
@@ -291,7 +297,8 @@ impl ExitReason {
             | ExitReason::ConversationMaxIterations
             | ExitReason::ConversationStuck
             | ExitReason::ModelCallLimitReached
-            | ExitReason::ToolCallLimitReached => true,
+            | ExitReason::ToolCallLimitReached
+            | ExitReason::MaxTurnsHandled => true,
             _ => false,
         }
     }
@@ -356,6 +363,7 @@ mod tests {
             ExitReason::ConversationMaxIterations,
             ExitReason::ModelCallLimitReached,
             ExitReason::ToolCallLimitReached,
+            ExitReason::MaxTurnsHandled,
             ExitReason::Raised(LimitError::ToolCallLimitExceededError),
         ];
         for r in samples {
@@ -370,6 +378,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 31);
+        assert_eq!(ExitReason::FORMS.len(), 32);
     }
 }

@@ -87,6 +87,9 @@ pub enum AtCap {
     /// The conversation's status becomes ERROR with no further call (OpenHands'
     /// `MaxIterationsReached`).
     ConversationError,
+    /// The runtime's error handler answers for the exception: the run ends with its final
+    /// output and no further call (the OpenAI Agents SDK's `error_handlers["max_turns"]`).
+    HandledFinalOutput,
 }
 
 impl TurnRules {
@@ -528,6 +531,10 @@ impl TurnGovernor {
                 AtCap::ConversationError => {
                     self.exit = ExitReason::ConversationMaxIterations;
                     self.failed = true;
+                }
+                AtCap::HandledFinalOutput => {
+                    self.exit = ExitReason::MaxTurnsHandled;
+                    self.final_answer = true;
                 }
             }
         }

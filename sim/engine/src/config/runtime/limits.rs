@@ -40,7 +40,8 @@ fn limit(
     }
 }
 
-/// A middleware's section: a mapping whose keys are all among `names`.
+/// A section of arguments (a middleware's, the error handlers): a mapping whose keys are all
+/// among `names`.
 fn section<'a>(
     root: &'a Node,
     key: &str,
@@ -51,7 +52,12 @@ fn section<'a>(
         return Ok(None);
     };
     let Yaml::Map(pairs) = &n.value else {
-        return Err(bad(file, n, key, "a mapping of the middleware's arguments"));
+        return Err(bad(
+            file,
+            n,
+            key,
+            format!("a mapping of `{key}`'s arguments"),
+        ));
     };
     for (k, _) in pairs {
         let name = match &k.value {
@@ -67,7 +73,7 @@ fn section<'a>(
                 file,
                 k,
                 &format!("{key}.{name}"),
-                format!("not an argument of this middleware{hint}"),
+                format!("not an argument `{key}` takes{hint}"),
             ));
         }
     }
@@ -241,6 +247,39 @@ impl EngineConfig {
     }
 }
 
+impl EngineConfig {
+    /// The OpenAI Agents SDK's `error_handlers`: `max_turns: true` stands for a handler that
+    /// returns a final output (the run then ends at the cap without raising); `false` for
+    /// none, or one that returns `None` (the SDK raises as usual). The SDK's other handlers
+    /// answer for a model's refusal and an invalid final output, which loopsim's scripted
+    /// models never give.
+    pub(super) fn read_error_handlers(
+        &mut self,
+        root: &Node,
+        file: &str,
+    ) -> Result<(), ConfigError> {
+        let Some(n) = section(root, "error_handlers", &["max_turns"], file)? else {
+            return Ok(());
+        };
+        if let Some(v) = n.get("max_turns") {
+            let Yaml::Bool(on) = v.value else {
+                return Err(bad(
+                    file,
+                    v,
+                    "error_handlers.max_turns",
+                    "true (a handler that returns a final output) or false (none)",
+                ));
+            };
+            self.turn.at_cap = if on {
+                crate::turn::AtCap::HandledFinalOutput
+            } else {
+                crate::turn::AtCap::Raise(crate::turn::LimitError::MaxTurnsExceeded)
+            };
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,6 +390,35 @@ mod tests {
             assert!(m.contains(says), "{text:?}: {m}");
             assert!(m.contains("c.yaml:"), "{m}");
         }
+    }
+
+    #[test]
+    fn openai_agents_reads_its_max_turns_handler() {
+        let c = read(
+            ProfileName::OpenAiAgents0_24,
+            "max_turns: 5\nerror_handlers:\n  max_turns: true\n",
+        )
+        .unwrap();
+        assert_eq!(c.turn.at_cap, crate::turn::AtCap::HandledFinalOutput);
+        assert_ne!(
+            c.fingerprint(),
+            read(ProfileName::OpenAiAgents0_24, "max_turns: 5\n")
+                .unwrap()
+                .fingerprint()
+        );
+        let m = message(read(
+            ProfileName::OpenAiAgents0_24,
+            "error_handlers:\n  max_turn: true\n",
+        ));
+        assert!(
+            m.contains("c.yaml:2") && m.contains("did you mean `max_turns`"),
+            "{m}"
+        );
+        let m = message(read(
+            ProfileName::OpenAiAgents0_24,
+            "error_handlers:\n  max_turns: handled\n",
+        ));
+        assert!(m.contains("true (a handler"), "{m}");
     }
 
     #[test]

@@ -19,7 +19,11 @@ const fn key(path: &'static str, kind: KeyKind) -> KeySpec {
 }
 
 /// OpenAI Agents SDK: the arguments of `Runner.run` that govern the loop.
-const OPENAI_AGENTS: &[KeySpec] = &[key("max_turns", KeyKind::Int { min: 0 })];
+const OPENAI_AGENTS: &[KeySpec] = &[
+    key("max_turns", KeyKind::Int { min: 0 }),
+    key("error_handlers", KeyKind::Section),
+    key("error_handlers.max_turns", KeyKind::Bool),
+];
 
 /// Pydantic AI: the fields of `UsageLimits` loopsim simulates (`usage_limits=` of `run`).
 const PYDANTIC_AI: &[KeySpec] = &[
@@ -388,7 +392,10 @@ impl EngineConfig {
         }
         match self.profile.runtime() {
             Runtime::Hermes => unreachable!("Hermes's keys are read by EngineConfig::read"),
-            Runtime::OpenAiAgents => self.read_cap(root, "max_turns", "MaxTurnsExceeded", file)?,
+            Runtime::OpenAiAgents => {
+                self.read_cap(root, "max_turns", "MaxTurnsExceeded", file)?;
+                self.read_error_handlers(root, file)?;
+            }
             Runtime::PydanticAi => {
                 self.read_cap(root, "request_limit", "UsageLimitExceeded", file)?;
                 self.read_usage_limits(root, file)?;
