@@ -433,6 +433,29 @@ fn the_smolagents_live_suite_matches_its_simulation_event_for_event() {
     for trace in settings_runs_match("smolagents", &py, &cases) {
         assert_eq!(trace.matches(r#""kind":"summary_call""#).count(), 1);
     }
+    // planning_interval: a tools-free plan before steps 1, 3 and 5 of 5 (not steps
+    // themselves), then the final-answer call; and over a conversation of several runs.
+    let traces = settings_runs_match(
+        "smolagents",
+        &py,
+        &[
+            (
+                "two-call-cycle",
+                "planning_interval: 2\nmax_steps: 5\n",
+                "max_steps_error",
+                5,
+            ),
+            (
+                "live-user-turns",
+                "planning_interval: 3\n",
+                "text_response(finish_reason=stop)",
+                11,
+            ),
+        ],
+    );
+    let plans = |t: &str| t.matches(r#""kind":"planning_call""#).count();
+    assert_eq!(plans(&traces[0]), 3);
+    assert!(plans(&traces[1]) >= 3, "a plan in each of the three runs");
 }
 
 #[test]

@@ -556,6 +556,23 @@ fn opt_in_call_limits_stop_runs_where_the_runtimes_would() {
             assert_eq!(blocked, 0);
         }
     }
+    // smolagents' planning calls: not steps, but calls that cost, each in the trace.
+    let (v, trace) = run(
+        "two-call-cycle",
+        "smolagents-1.26",
+        "planning_interval: 2\nmax_steps: 5\n",
+        "plan",
+    );
+    assert_eq!(trace.matches(r#""kind":"planning_call""#).count(), 3);
+    assert_eq!(v["metrics"][0]["stop_code"], "max_steps_error");
+    let (without, _) = run(
+        "two-call-cycle",
+        "smolagents-1.26",
+        "max_steps: 5\n",
+        "noplan",
+    );
+    let cost = |v: &serde_json::Value| v["metrics"][0]["cost_usd"].as_f64().unwrap();
+    assert!(cost(&v) > cost(&without), "the plans cost");
     // The report names the limits in force.
     let cfg = t.join("c3.yaml");
     let o = loopsim_in(

@@ -356,7 +356,10 @@ fn codes_lists_every_name_loopsim_accepts() {
             "tool_call_limit.exit_behavior"
         ]
     );
-    assert_eq!(runtime_keys("smolagents-1.26"), ["max_steps"]);
+    assert_eq!(
+        runtime_keys("smolagents-1.26"),
+        ["max_steps", "planning_interval"]
+    );
     assert_eq!(
         runtime_keys("openhands-sdk-1.58")[..2],
         ["max_iteration_per_run", "stuck_detection"]

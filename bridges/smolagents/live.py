@@ -35,6 +35,7 @@ SPEC = sdk_bridge.start()
 
 try:
     from smolagents import OpenAIModel, Tool, ToolCallingAgent
+    from smolagents.memory import PlanningStep
     from smolagents.utils import AgentError
 except ImportError as e:
     sdk_bridge.missing("smolagents", "'smolagents[openai]'", e)
@@ -73,9 +74,14 @@ def make_tool(name, arg_names):
     return cls()
 
 
+def plans(agent):
+    return sum(1 for s in agent.memory.steps if isinstance(s, PlanningStep))
+
+
 def run_turn(agent, text, first):
     STATE["stop"] = False
     STATE["calls"] = 0
+    planned = 0 if first else plans(agent)
     exit_reason = "text_response(finish_reason=stop)"
     try:
         result = agent.run(text, reset=first, return_full_result=True)
@@ -85,7 +91,8 @@ def run_turn(agent, text, first):
         if not STATE["stop"]:
             raise
         exit_reason = "interrupted_by_user"
-    calls = STATE["calls"]
+    # Planning calls are not steps, and not the loop's model calls.
+    calls = STATE["calls"] - (plans(agent) - planned)
     # The final-answer call at max_steps is not a step.
     steps = calls - 1 if exit_reason == "max_steps_error" else calls
     sdk_bridge.report("turn_end", detail=exit_reason, budget_used=steps, api_calls=calls)
@@ -96,6 +103,8 @@ async def main():
     model = CountingModel(SPEC["model"], api_base=sdk_bridge.SERVER + "/v1", api_key="loopsim")
     inputs = SPEC.get("tool_inputs") or {}
     kwargs = {} if SPEC.get("cap") is None else {"max_steps": SPEC["cap"]}
+    if SPEC.get("planning_interval") is not None:
+        kwargs["planning_interval"] = SPEC["planning_interval"]
     agent = ToolCallingAgent(
         tools=[make_tool(t, inputs.get(t, [])) for t in SPEC["tools"]],
         model=model,

@@ -404,6 +404,7 @@ fn sdk(
             on_empty_reply,
             token_budget: None,
             graph: None,
+            planning_interval: None,
         },
         guardrails: GuardrailRules::V0_19,
         child_max_iterations: 50,

@@ -140,6 +140,7 @@ pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Result<Value
         "task": task(sc),
         "user_turns": user_turns(sc),
         "streamed": user_stops,
+        "planning_interval": cfg.turn.planning_interval,
         "limits": limits_spec(&cfg.limits),
         // The OpenAI Agents SDK's error_handlers["max_turns"]: a handler that gives the final
         // output at the cap.
@@ -218,7 +219,17 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
         return Err(LiveRunError::Unsupported(why));
     }
     let rules = loopsim_engine::profile::Profile::get(opts.profile).guardrails;
-    let world = LiveWorld::new(sc, opts.seed, &rules).for_runtime(opts.runtime);
+    let planning = if opts.runtime == Runtime::Smolagents {
+        let cfg = sc
+            .engine_config_over(opts.profile, None, opts.config.as_deref())
+            .map_err(|e| LiveRunError::Unsupported(e.to_string()))?;
+        cfg.turn.planning_interval.map(|n| (n, cfg.max_iterations))
+    } else {
+        None
+    };
+    let world = LiveWorld::new(sc, opts.seed, &rules)
+        .for_runtime(opts.runtime)
+        .with_planning(planning);
     let handle = server::start(world, "127.0.0.1:0".parse().expect("addr"))?;
     let dir = TempDir::new().map_err(LiveRunError::Temp)?;
     let script = dir.0.join("live.py");

@@ -20,6 +20,7 @@ pub const COMPARED_KINDS: &[&str] = &[
     "decision",
     "notice",
     "summary_call",
+    "planning_call",
     "turn_end",
 ];
 

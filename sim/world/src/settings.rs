@@ -93,6 +93,12 @@ fn other_limits(c: &EngineConfig) -> Vec<String> {
             None => "trim_context_at none".into(),
         });
     }
+    if let Some(n) = c.turn.planning_interval {
+        out.push(format!(
+            "planning_interval {n} (a tools-free planning call before steps 1, {}, ...)",
+            n.saturating_add(1)
+        ));
+    }
     out.extend(call_limits(&c.limits));
     out
 }

@@ -218,6 +218,10 @@ impl EngineConfig {
                 b.extend_from_slice(&n.to_le_bytes());
             }
         }
+        if let Some(n) = self.turn.planning_interval {
+            b.extend_from_slice(b"plan");
+            b.extend_from_slice(&n.to_le_bytes());
+        }
         let l = &self.limits;
         if l.any() {
             // Opt-in limits (none by default, so defaults' hashes are unchanged).

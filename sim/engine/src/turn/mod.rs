@@ -53,6 +53,9 @@ pub struct TurnRules {
     /// LangGraph's steps under `recursion_limit`, counted node by node: the cap in calls
     /// is then a bound, and the steps decide.
     pub graph: Option<GraphLayout>,
+    /// smolagents' `planning_interval`: a tools-free planning call before steps 1, 1 + N,
+    /// 1 + 2N, ... that is not a step itself.
+    pub planning_interval: Option<u64>,
 }
 
 /// How a runtime takes an empty reply.
@@ -105,6 +108,7 @@ impl TurnRules {
         on_empty_reply: OnEmptyReply::Recover,
         token_budget: None,
         graph: None,
+        planning_interval: None,
     };
 }
 
@@ -322,6 +326,14 @@ impl TurnGovernor {
             return Step::Exit;
         }
         Step::Call { tools: true }
+    }
+
+    /// Whether the step just begun opens with a planning call ([`TurnRules::planning_interval`]).
+    pub fn planning_due(&self) -> bool {
+        let k = self.api_call_count;
+        self.rules
+            .planning_interval
+            .is_some_and(|n| k == 1 || (k >= 1 && (k - 1) % n == 0))
     }
 
     /// Whether the runtime ends the run on the reply of the call just made, before acting on

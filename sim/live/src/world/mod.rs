@@ -107,6 +107,8 @@ struct LiveAgent {
     delegate_call: Option<(String, Vec<String>)>,
     finished: bool,
     interrupted: bool,
+    /// Steps (tools calls) of the current run, for telling a plan from the final answer.
+    run_steps: u64,
 }
 
 /// Where an agent's background children stand at its virtual time.
@@ -147,6 +149,8 @@ pub struct LiveWorld {
     background_of: HashMap<String, usize>,
     /// Whose wire conventions the requests follow.
     runtime: Runtime,
+    /// smolagents' planning: `(planning_interval, max_steps)`.
+    planning: Option<(u64, u64)>,
 }
 
 impl LiveWorld {
@@ -170,6 +174,7 @@ impl LiveWorld {
             next_reply: 0,
             background_of: HashMap::new(),
             runtime: Runtime::Hermes,
+            planning: None,
         };
         w.add_agent("parent", "parent", 0);
         w
@@ -181,6 +186,20 @@ impl LiveWorld {
     pub fn for_runtime(mut self, runtime: Runtime) -> Self {
         self.runtime = runtime;
         self
+    }
+
+    /// The runtime plans every `interval` steps of at most `max_steps` (smolagents): a
+    /// tools-free request is then a planning call unless the run has made its last step.
+    pub fn with_planning(mut self, planning: Option<(u64, u64)>) -> Self {
+        self.planning = planning;
+        self
+    }
+
+    /// Whether a tools-free request of agent `a` is a planning call (else it is the summary
+    /// or final-answer call at the cap).
+    fn is_planning(&self, a: usize) -> bool {
+        self.planning
+            .is_some_and(|(_, max_steps)| self.agents[a].run_steps < max_steps)
     }
 
     fn add_agent(&mut self, name: &str, spec: &str, start_us: u64) -> usize {
@@ -198,6 +217,7 @@ impl LiveWorld {
             delegate_call: None,
             finished: false,
             interrupted: false,
+            run_steps: 0,
         });
         self.by_name.insert(name.to_string(), id);
         id
@@ -262,11 +282,14 @@ impl LiveWorld {
             });
         }
         let a = self.agent_of(req)?;
-        if !req.tools {
+        let planning = !req.tools && self.is_planning(a);
+        if !req.tools && !planning {
             // The summary call: its prompt is the runtime's, not a user's turn.
             if !self.agents[a].round.is_empty() {
                 self.close_round(a, req);
             }
+            // The run is over; a plan may open the next one.
+            self.agents[a].run_steps = 0;
             return Ok(self.summary_reply(a));
         }
         let smolagents = self.runtime == Runtime::Smolagents;
@@ -286,7 +309,9 @@ impl LiveWorld {
             .messages
             .iter()
             .rev()
-            .find(|m| m.role == "user")
+            // A plan's request ends with the runtime's own planning prompt: the user's
+            // message is the newest task.
+            .find(|m| m.role == "user" && (!planning || m.content.contains(TASK_MARK)))
             .map_or("", |m| m.content.as_str());
         if !smolagents && users > ag.user_messages && ag.user_messages > 0 && !is_ours(last_user) {
             // The runtime's own request to go on (after an empty reply), not a user's turn.
@@ -318,11 +343,16 @@ impl LiveWorld {
                 self.open_result_turn(a, text);
             }
             self.agents[a].turn_open = true;
+            self.agents[a].run_steps = 0;
             let e = self.event(a, "turn_start");
             self.events.push(e);
         } else if !ag.round.is_empty() {
             self.close_round(a, req);
         }
+        if planning {
+            return Ok(self.planning_reply(a));
+        }
+        self.agents[a].run_steps += 1;
         let call = self.agents[a].script.reply(true);
         self.agents[a].last_empty = matches!(call.reply, Reply::Empty);
         self.reply_with(a, call)
@@ -421,6 +451,24 @@ impl LiveWorld {
         !self.agents[a].round.is_empty()
             && self.agents[a].script.waits_for_children()
             && self.children_state(a) == Children::Unknown
+    }
+
+    /// A planning call: drawn as the simulator draws it, and it takes its time.
+    fn planning_reply(&mut self, a: usize) -> ChatReply {
+        let s = self.agents[a].script.summary();
+        let mut e = self.event(a, "planning_call");
+        e.input_tokens = Some(s.input_tokens);
+        e.output_tokens = Some(s.output_tokens);
+        e.latency_us = Some(s.latency.0);
+        self.events.push(e);
+        self.agents[a].clock_us += s.latency.0;
+        ChatReply {
+            content: "Plan: go on with the task.".into(),
+            tool_calls: Vec::new(),
+            prompt_tokens: s.input_tokens,
+            cached_tokens: s.cache_read_tokens,
+            completion_tokens: s.output_tokens,
+        }
     }
 
     fn summary_reply(&mut self, a: usize) -> ChatReply {

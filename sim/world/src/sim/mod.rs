@@ -462,8 +462,15 @@ impl<'s> World<'s> {
         match ag.gov.begin_iteration_unless(interrupt, limit) {
             TurnStep::Exit => self.end_turn(a),
             TurnStep::Call { tools } => {
+                // smolagents plans (a tools-free call) before some steps: the step's request
+                // goes out once the plan is back.
+                let plan = if tools && self.agents[a].gov.planning_due() {
+                    self.planning_call(a)
+                } else {
+                    Duration(0)
+                };
                 let delay = match self.context_gate(a) {
-                    Some(delay) => delay,
+                    Some(delay) => Duration(delay.0 + plan.0),
                     None => return self.end_turn(a),
                 };
                 let ag = &mut self.agents[a];

@@ -116,6 +116,27 @@ impl World<'_> {
         )
     }
 
+    /// A planning call now (smolagents' `planning_interval`): tools-free, not a step; the
+    /// plan joins the context. Returns how long it takes.
+    pub(super) fn planning_call(&mut self, a: AgentId) -> Duration {
+        let ag = &mut self.agents[a];
+        let model = ag.script.model();
+        let call = ag.script.summary();
+        let (lat, input, out) = (call.latency, call.input_tokens, call.output_tokens);
+        // The plan, and the runtime's request to carry it out.
+        ag.messages_after_tools(2);
+        let u = Usage::model_call(&model.price, input, call.cache_read_tokens, out, lat.0);
+        self.account(a, &u);
+        if self.trace.enabled() {
+            let mut e = self.event(a, "planning_call");
+            e.input_tokens = Some(input);
+            e.output_tokens = Some(out);
+            e.latency_us = Some(lat.0);
+            self.trace.line(&e);
+        }
+        lat
+    }
+
     pub(super) fn end_turn(&mut self, a: AgentId) {
         let fin = self.agents[a].gov.finish();
         if fin.summary_call {

@@ -422,6 +422,16 @@ mod tests {
     }
 
     #[test]
+    fn smolagents_reads_its_planning_interval() {
+        let c = read(ProfileName::Smolagents1_26, "planning_interval: 3\n").unwrap();
+        assert_eq!(c.turn.planning_interval, Some(3));
+        let m = message(read(ProfileName::Smolagents1_26, "planning_interval: 0\n"));
+        assert!(m.contains("c.yaml:1") && m.contains("at least 1"), "{m}");
+        let m = message(read(ProfileName::Smolagents1_26, "planing_interval: 2\n"));
+        assert!(m.contains("did you mean `planning_interval`"), "{m}");
+    }
+
+    #[test]
     fn a_tool_call_limit_that_lets_the_loop_go_on_widens_the_call_bound() {
         // Rounds whose calls are all blocked take 2 steps instead of 3.
         let c = read(

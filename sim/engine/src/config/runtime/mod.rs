@@ -61,7 +61,10 @@ const LANGGRAPH: &[KeySpec] = &[
 ];
 
 /// smolagents: the agent's own `max_steps` (`ToolCallingAgent(..., max_steps=N)`).
-const SMOLAGENTS: &[KeySpec] = &[key("max_steps", KeyKind::Int { min: 1 })];
+const SMOLAGENTS: &[KeySpec] = &[
+    key("max_steps", KeyKind::Int { min: 1 }),
+    key("planning_interval", KeyKind::Int { min: 1 }),
+];
 
 /// The article's ReAct loop: its numbers, in loopsim's names (the article names none).
 const REACT_LOOP: &[KeySpec] = &[
@@ -437,6 +440,20 @@ impl EngineConfig {
                     }
                     self.max_iterations = u64::try_from(v).unwrap_or(u64::MAX);
                     self.cap_setting = Some(self.max_iterations);
+                }
+                if let Some(n) = root.get("planning_interval") {
+                    self.turn.planning_interval = match n.value {
+                        Yaml::Null => None,
+                        Yaml::Int(v) if v >= 1 => Some(u64::try_from(v).unwrap_or(u64::MAX)),
+                        // smolagents divides by it: 0 fails the run (ZeroDivisionError).
+                        _ => {
+                            return Err(bad(
+                                n,
+                                "planning_interval",
+                                "an integer of at least 1 (steps), or null for no planning".into(),
+                            ));
+                        }
+                    };
                 }
             }
             Runtime::ReactLoop => self.read_react_loop(root, file)?,
