@@ -268,7 +268,7 @@ impl TurnGovernor {
             && self
                 .rules
                 .graph
-                .is_none_or(|g| self.steps + g.before_model + 1 <= g.limit)
+                .is_none_or(|g| self.steps + g.before_model < g.limit)
     }
 
     /// Starts the next iteration: the loop test, the interrupt check, then the counters.
@@ -341,7 +341,7 @@ impl TurnGovernor {
     pub fn drops_reply(&mut self) -> bool {
         if let Some(g) = self.rules.graph {
             // The reply's hooks and its tools (or the end) must come before the last step.
-            if self.steps + g.after_model + 1 <= g.limit {
+            if self.steps + g.after_model < g.limit {
                 return false;
             }
             self.exit = ExitReason::Raised(crate::turn::LimitError::GraphRecursionError);
