@@ -455,37 +455,34 @@ impl LiveWorld {
 
     /// A planning call: drawn as the simulator draws it, and it takes its time.
     fn planning_reply(&mut self, a: usize) -> ChatReply {
-        let s = self.agents[a].script.summary();
-        let mut e = self.event(a, "planning_call");
-        e.input_tokens = Some(s.input_tokens);
-        e.output_tokens = Some(s.output_tokens);
-        e.latency_us = Some(s.latency.0);
-        self.events.push(e);
-        self.agents[a].clock_us += s.latency.0;
-        ChatReply {
-            content: "Plan: go on with the task.".into(),
-            tool_calls: Vec::new(),
-            prompt_tokens: s.input_tokens,
-            cached_tokens: s.cache_read_tokens,
-            completion_tokens: s.output_tokens,
-        }
+        let (reply, latency) =
+            self.tools_free_reply(a, "planning_call", "Plan: go on with the task.");
+        self.agents[a].clock_us += latency;
+        reply
     }
 
     fn summary_reply(&mut self, a: usize) -> ChatReply {
         // The simulator does not advance the clock for the summary call either.
+        self.tools_free_reply(a, "summary_call", "Summary of the work so far.")
+            .0
+    }
+
+    /// A tools-free call's reply and its latency, recorded as `kind`.
+    fn tools_free_reply(&mut self, a: usize, kind: &'static str, text: &str) -> (ChatReply, u64) {
         let s = self.agents[a].script.summary();
-        let mut e = self.event(a, "summary_call");
+        let mut e = self.event(a, kind);
         e.input_tokens = Some(s.input_tokens);
         e.output_tokens = Some(s.output_tokens);
         e.latency_us = Some(s.latency.0);
         self.events.push(e);
-        ChatReply {
-            content: "Summary of the work so far.".into(),
+        let reply = ChatReply {
+            content: text.into(),
             tool_calls: Vec::new(),
             prompt_tokens: s.input_tokens,
             cached_tokens: s.cache_read_tokens,
             completion_tokens: s.output_tokens,
-        }
+        };
+        (reply, s.latency.0)
     }
 
     fn reply_with(&mut self, a: usize, call: ModelCall<'static>) -> Result<ChatReply, LiveError> {

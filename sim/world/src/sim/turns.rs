@@ -119,16 +119,21 @@ impl World<'_> {
     /// A planning call now (smolagents' `planning_interval`): tools-free, not a step; the
     /// plan joins the context. Returns how long it takes.
     pub(super) fn planning_call(&mut self, a: AgentId) -> Duration {
+        self.tools_free_call(a, "planning_call")
+    }
+
+    /// A tools-free call outside the loop's count (a summary, a plan): the runtime's request
+    /// and the reply join the context, the call is charged and traced as `kind`.
+    fn tools_free_call(&mut self, a: AgentId, kind: &'static str) -> Duration {
         let ag = &mut self.agents[a];
         let model = ag.script.model();
         let call = ag.script.summary();
         let (lat, input, out) = (call.latency, call.input_tokens, call.output_tokens);
-        // The plan, and the runtime's request to carry it out.
         ag.messages_after_tools(2);
         let u = Usage::model_call(&model.price, input, call.cache_read_tokens, out, lat.0);
         self.account(a, &u);
         if self.trace.enabled() {
-            let mut e = self.event(a, "planning_call");
+            let mut e = self.event(a, kind);
             e.input_tokens = Some(input);
             e.output_tokens = Some(out);
             e.latency_us = Some(lat.0);
@@ -140,22 +145,10 @@ impl World<'_> {
     pub(super) fn end_turn(&mut self, a: AgentId) {
         let fin = self.agents[a].gov.finish();
         if fin.summary_call {
-            let ag = &mut self.agents[a];
-            let model = ag.script.model();
-            let call = ag.script.summary();
-            let (lat, input, out) = (call.latency, call.input_tokens, call.output_tokens);
-            ag.summary_calls += 1;
-            // The runtime's request for a summary, and the summary.
-            ag.messages_after_tools(2);
-            let u = Usage::model_call(&model.price, input, call.cache_read_tokens, out, lat.0);
-            self.account(a, &u);
-            if self.trace.enabled() {
-                let mut e = self.event(a, "summary_call");
-                e.input_tokens = Some(input);
-                e.output_tokens = Some(out);
-                e.latency_us = Some(lat.0);
-                self.trace.line(&e);
-            }
+            // The runtime's request for a summary, and the summary (the simulator does not
+            // advance the clock for it).
+            self.agents[a].summary_calls += 1;
+            self.tools_free_call(a, "summary_call");
         }
         let reason = fin.exit_reason.to_string();
         if self.trace.enabled() {
