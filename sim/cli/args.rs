@@ -48,6 +48,10 @@ pub enum Command {
         /// Run twice and require byte-identical traces.
         #[arg(long)]
         check_determinism: bool,
+        /// Check the simulator's invariants after every event (`loopsim explore` does): a
+        /// broken one fails the run with its event (exit 1).
+        #[arg(long)]
+        check_invariants: bool,
         /// Print the summary as text or JSON.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -192,6 +196,32 @@ pub enum Command {
         #[arg(long)]
         suite: Option<PathBuf>,
         /// Print the cases as text or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Run many seeds of each scenario with the simulator's invariants checked after every
+    /// event; print every seed that breaks one (exit 1), with the event and a rerun line.
+    Explore {
+        /// Scenario files or folders (default: the suite).
+        paths: Vec<PathBuf>,
+        /// Seeds to run per scenario: START..END (END excluded), START..=END or one seed.
+        #[arg(long, default_value = "0..100")]
+        seeds: String,
+        /// Also report seeds whose run fails the scenario's [expect] block.
+        #[arg(long)]
+        expectations: bool,
+        /// Reduce each scenario's first failing run to a smaller scenario that fails the same
+        /// way, written next to it as STEM.shrunk-seedN.toml.
+        #[arg(long)]
+        shrink: bool,
+        /// A Hermes config.yaml laid over every scenario's config.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The scenario folder used when no path is given (default: ./scenarios if it exists,
+        /// else the built-in suite).
+        #[arg(long)]
+        suite: Option<PathBuf>,
+        /// Print the findings as text or JSON.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },

@@ -140,7 +140,7 @@ pub fn run_options(args: &EngineArgs) -> Result<RunOptions> {
 
 /// `LOOPSIM_TEST_WRONG_PORT`: a deliberately wrong port, for the tests that prove the live
 /// diff catches one. Unset in normal use.
-fn wrong_port() -> Result<Option<loopsim_world::sim::WrongPort>> {
+pub fn wrong_port() -> Result<Option<loopsim_world::sim::WrongPort>> {
     use loopsim_world::sim::WrongPort;
     match std::env::var("LOOPSIM_TEST_WRONG_PORT") {
         Err(_) => Ok(None),

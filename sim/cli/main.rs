@@ -30,7 +30,17 @@ const FAILED: u8 = 1;
 /// Runs once, keeping the trace in memory.
 pub fn run_to_memory(sc: &Scenario, opts: &RunOptions) -> Result<(RunSummary, Vec<u8>)> {
     let buf = SharedBuf::default();
-    let summary = run(sc, opts, TraceWriter::to_writer(Box::new(buf.clone())))?;
+    let summary = run(sc, opts, TraceWriter::to_writer(Box::new(buf.clone()))).map_err(
+        |e| -> anyhow::Error {
+            match e {
+                // A broken invariant is loopsim's failure, not the input's: exit 1.
+                loopsim_world::sim::RunError::Invariant(v) => {
+                    out::CheckFailed(format!("{}: {v}", sc.path)).into()
+                }
+                e => e.into(),
+            }
+        },
+    )?;
     Ok((summary, buf.bytes()))
 }
 
@@ -43,6 +53,7 @@ fn dispatch(cli: &Cli) -> Result<()> {
             out,
             schedule,
             check_determinism,
+            check_invariants,
             format,
             compare_profiles,
             compare_configs,
@@ -54,6 +65,7 @@ fn dispatch(cli: &Cli) -> Result<()> {
             out: out.as_ref(),
             schedule: *schedule,
             check: *check_determinism,
+            check_invariants: *check_invariants,
             format: *format,
             compare_profiles,
             compare_configs,
@@ -122,6 +134,23 @@ fn dispatch(cli: &Cli) -> Result<()> {
             paths,
             profiles,
             out: out.as_deref(),
+            suite: suite.as_deref(),
+            format: *format,
+        }),
+        Command::Explore {
+            paths,
+            seeds,
+            expectations,
+            shrink,
+            config,
+            suite,
+            format,
+        } => cmd::explore::run(cmd::explore::Args {
+            paths,
+            seeds,
+            expectations: *expectations,
+            shrink: *shrink,
+            config: config.as_deref(),
             suite: suite.as_deref(),
             format: *format,
         }),

@@ -4,6 +4,7 @@ pub mod check;
 pub mod codes;
 pub mod compare;
 pub mod diff;
+pub mod explore;
 pub mod guard;
 pub mod import;
 pub mod init;

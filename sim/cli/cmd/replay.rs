@@ -125,6 +125,7 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         engine: EngineChoice::Builtin,
         wrong_port: None,
         guard_log: None,
+        invariants: Default::default(),
     };
     if !engine.is_set() {
         let (_, bytes) = run_to_memory(&sc, &base)?;

@@ -26,6 +26,7 @@ pub struct Args<'a> {
     pub out: Option<&'a PathBuf>,
     pub schedule: Schedule,
     pub check: bool,
+    pub check_invariants: bool,
     pub format: Format,
     pub compare_profiles: &'a [ProfileName],
     pub compare_configs: &'a [PathBuf],
@@ -41,6 +42,9 @@ fn rerun_command(a: &Args<'_>, seed: u64) -> String {
     cmd += &a.engine.flags();
     if a.schedule == Schedule::Shuffle {
         cmd += " --schedule shuffle";
+    }
+    if a.check_invariants {
+        cmd += " --check-invariants";
     }
     if !a.compare_profiles.is_empty() {
         let names: Vec<&str> = a.compare_profiles.iter().map(|p| p.as_str()).collect();
@@ -101,6 +105,9 @@ pub fn run(a: Args<'_>) -> Result<()> {
     }
     opts.engine = choice;
     opts.record_series = true;
+    if a.check_invariants {
+        opts.invariants = loopsim_world::sim::InvariantChecks::Always;
+    }
     opts.order = match a.schedule {
         Schedule::Fifo => Order::Fifo,
         Schedule::Shuffle => Order::Shuffle,

@@ -4,6 +4,7 @@
 //! (Cost reports, plots and sweeps come with their issue.)
 
 pub mod check;
+pub mod explore;
 pub mod markdown;
 pub mod metrics;
 pub mod output;

@@ -166,6 +166,22 @@ pub struct TurnGovernor {
     steps: u64,
     /// The round's tool calls run as a step of their own (not all of them blocked).
     tools_step: bool,
+    ledger: Ledger,
+}
+
+/// Every change this turn made to its two counters, kept apart from the counters themselves
+/// so a simulator can check that they agree (a refund with nothing to give back, or a count
+/// changed outside these rules, shows as a mismatch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ledger {
+    /// Model calls counted into `api_call_count`.
+    pub calls_begun: u64,
+    /// Calls given back to `api_call_count` (refunds that extend the call cap, restarts).
+    pub calls_returned: u64,
+    /// Iterations this turn took from its budget.
+    pub taken: u64,
+    /// Refunds this turn asked of its budget.
+    pub returned: u64,
 }
 
 /// Empty replies Hermes retries in a turn before it gives up (`agent/conversation_loop.py`,
@@ -226,7 +242,23 @@ impl TurnGovernor {
             tokens_used: 0,
             steps: 0,
             tools_step: true,
+            ledger: Ledger::default(),
         }
+    }
+
+    /// What this turn took and gave back ([`Ledger`]).
+    pub fn ledger(&self) -> Ledger {
+        self.ledger
+    }
+
+    fn return_call(&mut self) {
+        self.ledger.calls_returned += 1;
+        self.api_call_count = self.api_call_count.saturating_sub(1);
+    }
+
+    fn refund(&mut self) {
+        self.ledger.returned += 1;
+        self.budget.refund();
     }
 
     /// Whether the cap is reached: the loop makes no further call, whatever else says.
@@ -314,6 +346,7 @@ impl TurnGovernor {
             return Step::Exit;
         }
         self.api_call_count += 1;
+        self.ledger.calls_begun += 1;
         if grace {
             self.grace_state = GraceState::Used;
             return Step::Call { tools: false };
@@ -325,6 +358,7 @@ impl TurnGovernor {
             self.exit = ExitReason::BudgetExhausted;
             return Step::Exit;
         }
+        self.ledger.taken += 1;
         Step::Call { tools: true }
     }
 
@@ -459,9 +493,9 @@ impl TurnGovernor {
             t == "execute_code"
         });
         if any && only_exec && self.rules.refund_execute_code {
-            self.budget.refund();
+            self.refund();
             if self.rules.refund_extends_call_cap {
-                self.api_call_count = self.api_call_count.saturating_sub(1);
+                self.return_call();
             }
         }
         true
@@ -469,8 +503,8 @@ impl TurnGovernor {
 
     /// A restart that gives back the call it interrupted.
     pub fn restart(&mut self, _why: Restart) {
-        self.api_call_count = self.api_call_count.saturating_sub(1);
-        self.budget.refund();
+        self.return_call();
+        self.refund();
     }
 
     /// The local model's context window is too small to run at all.
@@ -602,6 +636,22 @@ mod tests {
         assert_eq!(end.exit_reason.to_string(), "max_iterations_reached(90/90)");
         assert!(end.summary_call);
         assert_eq!(end.budget_used, 90);
+    }
+
+    #[test]
+    fn the_ledger_agrees_with_both_counters_after_refunds_and_restarts() {
+        let mut g = TurnGovernor::new(SUMMARY, 10);
+        for tool in ["terminal", "execute_code", "execute_code"] {
+            assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+            g.tool_round([tool], false);
+        }
+        assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+        g.restart(Restart::PreCallCompression);
+        let l = g.ledger();
+        assert_eq!((l.calls_begun, l.calls_returned), (4, 1));
+        assert_eq!((l.taken, l.returned), (4, 3));
+        assert_eq!(g.api_call_count(), l.calls_begun - l.calls_returned);
+        assert_eq!(g.budget().used(), l.taken - l.returned);
     }
 
     #[test]

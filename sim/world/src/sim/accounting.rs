@@ -52,6 +52,9 @@ impl World<'_> {
         code: DecisionCode,
         count: u32,
     ) {
+        if self.checks {
+            self.check_halt_armed(a, action, code);
+        }
         let ag = &mut self.agents[a];
         if let Some(s) = &mut ag.series {
             if action == Action::Warn {

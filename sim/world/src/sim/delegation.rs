@@ -57,6 +57,9 @@ impl World<'_> {
             background,
             delivered: false,
         });
+        if self.checks {
+            self.check_children(a);
+        }
         if self.trace.enabled() {
             let mut e = self.event(a, "spawn");
             e.children = Some(n);

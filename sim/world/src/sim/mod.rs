@@ -37,10 +37,12 @@ use crate::trace::{self, Event, Header, TraceWriter};
 mod accounting;
 mod context;
 mod delegation;
+mod invariants;
 mod rounds;
 mod summary;
 mod turns;
 
+pub use invariants::{Invariant, InvariantChecks, Violation};
 pub use summary::*;
 
 type AgentId = usize;
@@ -167,6 +169,11 @@ struct World<'s> {
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: ArgsCache,
     guard_log: Option<crate::guard_log::GuardLog>,
+    /// Check the invariants after every event ([`invariants`]).
+    checks: bool,
+    /// The first invariant broken: the run stops there.
+    violation: Option<Violation>,
+    wrong_port: Option<WrongPort>,
 }
 
 impl<'s> World<'s> {
@@ -213,6 +220,9 @@ impl<'s> World<'s> {
             }
         };
         let mut w = World {
+            checks: opts.invariants.enabled(),
+            violation: None,
+            wrong_port: opts.wrong_port,
             guard_log: opts.guard_log.clone(),
             recorded,
             bridge,
@@ -391,6 +401,11 @@ impl<'s> World<'s> {
 
     fn run(&mut self) {
         while let Some((t, ev)) = self.sched.pop() {
+            if self.sched.events_handled() > MAX_EVENTS && self.checks {
+                let detail = format!("more than {MAX_EVENTS} events by t = {} us", t.0);
+                self.violate(Invariant::EventCap, 0, detail);
+                break;
+            }
             if t > self.horizon || self.sched.events_handled() > MAX_EVENTS {
                 self.hit_horizon = true;
                 break;
@@ -410,6 +425,16 @@ impl<'s> World<'s> {
                 Ev::BatchDone(p, b) => self.deliver(p, b),
                 Ev::UserTurn(a) => self.start_turn(a, false),
             }
+            if self.checks {
+                self.check_after_event();
+                if self.violation.is_some() {
+                    return;
+                }
+            }
+        }
+        let engine_failed = self.bridge.as_ref().is_some_and(|b| b.failure().is_some());
+        if self.checks && !self.hit_horizon && !engine_failed {
+            self.check_at_rest();
         }
     }
 
@@ -515,7 +540,16 @@ impl<'s> World<'s> {
                 );
                 let n = ag.calls;
                 let used = ag.gov.budget().used();
-                self.account(a, &u);
+                let mean_us = model.latency_s.get_ref().mean() * 1e6;
+                if self.wrong_port == Some(WrongPort::UnchargedSlowCall)
+                    && mean_us > 0.0
+                    && latency.0 as f64 >= 2.0 * mean_us
+                {
+                    // The deliberate break: a slow call reaches the total but no agent.
+                    self.total.add(&u);
+                } else {
+                    self.account(a, &u);
+                }
                 if self.trace.enabled() {
                     let mut e = self.event(a, "model_call");
                     // After a compression the request goes out when it is done.

@@ -23,6 +23,8 @@ pub struct RunOptions {
     pub wrong_port: Option<WrongPort>,
     /// Where to write every call to the agents' guardrail engines (the benches replay them).
     pub guard_log: Option<crate::guard_log::GuardLog>,
+    /// Whether the run checks its invariants after every event.
+    pub invariants: InvariantChecks,
 }
 
 /// A deliberately wrong reading of the reference, switched on only by tests
@@ -31,15 +33,27 @@ pub struct RunOptions {
 pub enum WrongPort {
     /// Flips whether an execute_code-only round also gives back its API call.
     RefundExtendsCallCap,
+    /// Charges a model call at least twice its model's mean latency to the run's total but
+    /// not to its agent: an invariant break that only some seeds show (`loopsim explore`
+    /// must find one).
+    UnchargedSlowCall,
 }
 
 impl WrongPort {
-    pub const NAMES: [&'static str; 1] = ["refund-extends-call-cap"];
+    pub const NAMES: [&'static str; 2] = ["refund-extends-call-cap", "uncharged-slow-call"];
 
     pub fn parse(s: &str) -> Option<WrongPort> {
         match s {
             "refund-extends-call-cap" => Some(WrongPort::RefundExtendsCallCap),
+            "uncharged-slow-call" => Some(WrongPort::UnchargedSlowCall),
             _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WrongPort::RefundExtendsCallCap => "refund-extends-call-cap",
+            WrongPort::UnchargedSlowCall => "uncharged-slow-call",
         }
     }
 }
@@ -181,10 +195,16 @@ pub enum RunError {
     /// The scenario uses a mechanism the profile's runtime does not have.
     #[error("{0}")]
     Unsupported(String),
+    /// The run broke one of the simulator's invariants: a bug in loopsim, not in the input.
+    #[error("{0}")]
+    Invariant(Box<Violation>),
 }
 
 impl World<'_> {
     pub(super) fn finish(mut self) -> Result<RunSummary, RunError> {
+        if let Some(v) = self.violation.take() {
+            return Err(RunError::Invariant(Box::new(v)));
+        }
         if let Some(e) = self.bridge.as_ref().and_then(|b| b.failure()) {
             return Err(RunError::Engine {
                 engine: "hermes-python".into(),

@@ -143,6 +143,9 @@ impl World<'_> {
     }
 
     pub(super) fn end_turn(&mut self, a: AgentId) {
+        if self.checks {
+            self.check_turn_end(a);
+        }
         let fin = self.agents[a].gov.finish();
         if fin.summary_call {
             // The runtime's request for a summary, and the summary (the simulator does not
