@@ -326,7 +326,7 @@ fn random_command_lines_exit_0_1_or_2_and_never_panic() {
     std::fs::create_dir_all(&dir).unwrap();
     let commands = [
         "run", "replay", "sweep", "check", "gate", "diff", "list", "codes", "validate", "merge",
-        "init", "guard",
+        "init", "guard", "explore",
     ];
     let flags = [
         "--profile",
@@ -345,6 +345,8 @@ fn random_command_lines_exit_0_1_or_2_and_never_panic() {
         "--suite",
         "--baseline",
         "--out",
+        "--shrink",
+        "--expectations",
         "-q",
     ];
     let values = [
@@ -385,7 +387,7 @@ fn random_command_lines_exit_0_1_or_2_and_never_panic() {
         for _ in 0..rng.random_range(0..4) {
             let flag = flags[rng.random_range(0..flags.len())];
             args.push(flag.into());
-            if flag != "-q" {
+            if !["-q", "--shrink", "--expectations"].contains(&flag) {
                 args.push(values[rng.random_range(0..values.len())].into());
             }
         }

@@ -57,9 +57,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
                 "rerun": rerun,
             }));
         }
-        outputs
-            .commit()
-            .context("writing the shrunk scenarios")?;
+        outputs.commit().context("writing the shrunk scenarios")?;
     }
     match a.format {
         Format::Json => emit!(

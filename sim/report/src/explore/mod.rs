@@ -183,7 +183,10 @@ pub fn rerun_command(path: &str, seed: u64, opts: &ExploreOptions) -> String {
     if let Some(w) = opts.wrong_port {
         cmd += &format!("LOOPSIM_TEST_WRONG_PORT={} ", w.as_str());
     }
-    cmd += &format!("loopsim run {} --seed {seed} --check-invariants", quote(path));
+    cmd += &format!(
+        "loopsim run {} --seed {seed} --check-invariants",
+        quote(path)
+    );
     if let Some(c) = &opts.config {
         cmd += &format!(" --config {}", quote(&c.file));
     }

@@ -125,7 +125,10 @@ fn same_problem(a: &Problem, b: &Problem) -> bool {
 pub fn size(t: &Table) -> u64 {
     let mut n = u64::from(t.contains_key("expect"));
     for key in ["tools", "models"] {
-        n += t.get(key).and_then(Value::as_table).map_or(0, |x| x.len() as u64);
+        n += t
+            .get(key)
+            .and_then(Value::as_table)
+            .map_or(0, |x| x.len() as u64);
     }
     for (_, agent) in agents(t) {
         n += 1;

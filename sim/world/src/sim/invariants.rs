@@ -354,7 +354,10 @@ script = [{ answer = "found" }]
         assert_eq!(broken(&w), Some(Invariant::BudgetAccounting));
         let v = w.violation.clone().unwrap();
         assert_eq!(v.agent, "parent");
-        assert!(v.detail.contains("budget used is 1 after 0 iterations"), "{v}");
+        assert!(
+            v.detail.contains("budget used is 1 after 0 iterations"),
+            "{v}"
+        );
     }
 
     #[test]
