@@ -345,7 +345,6 @@ fn random_command_lines_exit_0_1_or_2_and_never_panic() {
         "--suite",
         "--baseline",
         "--out",
-        "--shrink",
         "--expectations",
         "-q",
     ];
@@ -387,7 +386,7 @@ fn random_command_lines_exit_0_1_or_2_and_never_panic() {
         for _ in 0..rng.random_range(0..4) {
             let flag = flags[rng.random_range(0..flags.len())];
             args.push(flag.into());
-            if !["-q", "--shrink", "--expectations"].contains(&flag) {
+            if !["-q", "--expectations"].contains(&flag) {
                 args.push(values[rng.random_range(0..values.len())].into());
             }
         }

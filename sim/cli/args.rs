@@ -185,6 +185,11 @@ pub enum Command {
         /// Also write JUnit XML (one test case per scenario x seed x profile).
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Print how often the runs reached each coverage mark (decision codes, exit reasons,
+        /// refund sites, recovery paths) and fail where a scenario's `[expect] covers` claims
+        /// a mark none of its runs reached.
+        #[arg(long)]
+        coverage: bool,
         /// Write the exact metrics of every run as a baseline for `loopsim gate`.
         #[arg(long)]
         save_baseline: Option<PathBuf>,

@@ -157,12 +157,14 @@ fn dispatch(cli: &Cli) -> Result<()> {
         Command::Check {
             paths,
             junit,
+            coverage,
             save_baseline,
             config,
             suite,
             format,
         } => cmd::check::run_check(cmd::check::CheckArgs {
             paths,
+            coverage: *coverage,
             junit: junit.as_ref(),
             save: save_baseline.as_ref(),
             config: config.as_deref(),

@@ -39,6 +39,7 @@ pub struct CheckArgs<'a> {
     pub config: Option<&'a Path>,
     pub suite: Option<&'a Path>,
     pub format: Format,
+    pub coverage: bool,
 }
 
 pub fn run_check(a: CheckArgs<'_>) -> Result<()> {
@@ -64,11 +65,31 @@ pub fn run_check(a: CheckArgs<'_>) -> Result<()> {
     outputs
         .commit()
         .context("cannot write the check's outputs")?;
-    match a.format {
-        Format::Json => emit!("{}", serde_json::to_string_pretty(&cases)?),
-        Format::Text => say_raw!("{}", check::text_report(&cases)),
+    let (rows, unmet) = check::coverage(&cases, &scenarios);
+    match (a.format, a.coverage) {
+        (Format::Json, false) => emit!("{}", serde_json::to_string_pretty(&cases)?),
+        (Format::Json, true) => emit!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "cases": cases, "coverage": rows, "unmet": unmet,
+            }))?
+        ),
+        (Format::Text, coverage) => {
+            say_raw!("{}", check::text_report(&cases));
+            if coverage {
+                say_raw!("\n{}", check::coverage_table(&rows, cases.len(), &unmet));
+            }
+        }
     }
     let failed = cases.iter().filter(|c| !c.passed()).count();
+    if !unmet.is_empty() {
+        return Err(CheckFailed(format!(
+            "{} claimed coverage marks unreached (and {failed} of {} checks failed)",
+            unmet.len(),
+            cases.len()
+        ))
+        .into());
+    }
     if failed > 0 {
         return Err(CheckFailed(format!("{failed} of {} checks failed", cases.len())).into());
     }

@@ -7,6 +7,8 @@ use loopsim_engine::guardrails::{ATTENDED_PLATFORMS, DecisionCode};
 use loopsim_engine::platform::UNATTENDED_PLATFORMS;
 use loopsim_engine::profile::{ProfileName, Runtime};
 use loopsim_engine::turn::ExitReason;
+use loopsim_world::coverage::Mark;
+use loopsim_world::sim::Invariant;
 
 use crate::args::Format;
 use crate::out::{emit, say};
@@ -84,6 +86,8 @@ pub fn run(format: Format) -> Result<()> {
                     "code": c.as_str(), "action": action_of(*c), "stop": c.is_stop(),
                 })).collect::<Vec<_>>(),
                 "exit_reasons": ExitReason::FORMS,
+                "coverage_marks": Mark::all().map(Mark::name).collect::<Vec<_>>(),
+                "invariants": Invariant::ALL.iter().map(|i| i.as_str()).collect::<Vec<_>>(),
                 "config_keys": keys.iter().map(|k| serde_json::json!({
                     "key": k.path, "value": k.kind.describe(), "read_by": read_by(k.read_by),
                     "same_setting_as": k.alias.map(|a| a.0),
@@ -113,6 +117,16 @@ pub fn run(format: Format) -> Result<()> {
     say!("\nexit reasons ([expect] exit_reason; N, M and ... are filled in by the run):");
     for f in ExitReason::FORMS {
         say!("  {f}");
+    }
+    say!("\ncoverage marks ([expect] covers; `loopsim check --coverage` counts them):");
+    for m in Mark::all() {
+        say!("  {}", m.name());
+    }
+    say!(
+        "\ninvariants (checked after every event by `loopsim explore`, `run --check-invariants`):"
+    );
+    for i in Invariant::ALL {
+        say!("  {i}");
     }
     say!("\nHermes config keys the engine reads ([config.*], config.yaml, --grid):");
     for k in keys {

@@ -562,6 +562,7 @@ mod tests {
             price_unknown: false,
             recorded: false,
             source_note: None,
+            coverage: Default::default(),
         }
     }
 

@@ -140,6 +140,18 @@ pub fn check(expect: &Expect, s: &RunSummary) -> Vec<Verdict> {
             cost <= max,
         );
     }
+    for name in &expect.covers {
+        // Validated on load: every name is a mark.
+        if let Some(m) = crate::coverage::Mark::parse(name) {
+            let n = s.coverage.get(m);
+            push(
+                &format!("covers.{name}"),
+                "reached".into(),
+                format!("{n} times"),
+                n > 0,
+            );
+        }
+    }
     if let Some(f) = &expect.figures {
         figures(f, s, &mut out);
     }

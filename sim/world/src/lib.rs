@@ -32,6 +32,7 @@
 
 pub mod bridge;
 pub mod clock;
+pub mod coverage;
 pub mod expect;
 pub mod guard_log;
 pub mod input;

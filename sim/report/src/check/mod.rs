@@ -30,6 +30,9 @@ pub struct Case {
     pub verdicts: Vec<Verdict>,
     pub metrics: RunMetrics,
     pub rerun: String,
+    /// The coverage marks the run reached.
+    #[serde(skip)]
+    pub coverage: loopsim_world::coverage::Coverage,
 }
 
 impl Case {
@@ -205,9 +208,88 @@ pub fn run_checks(
                 verdicts: block_verdicts(sc, job.expect, &summary),
                 metrics: RunMetrics::from_summary(&summary, ""),
                 rerun,
+                coverage: summary.coverage.clone(),
             })
         })
         .collect()
+}
+
+/// One coverage mark over a check's runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoverageRow {
+    pub mark: String,
+    /// Runs that reached it, and how often in all.
+    pub runs: usize,
+    pub hits: u64,
+    /// Scenarios whose `[expect] covers` claims it.
+    pub claimed_by: Vec<String>,
+}
+
+/// Every mark over the runs (in the marks' order), and the claims no run of the claiming
+/// scenario met.
+pub fn coverage(cases: &[Case], scenarios: &[Scenario]) -> (Vec<CoverageRow>, Vec<String>) {
+    use loopsim_world::coverage::Mark;
+    let mut rows = Vec::new();
+    let mut unmet = Vec::new();
+    for m in Mark::all() {
+        let name = m.name();
+        let claimed_by: Vec<String> = scenarios
+            .iter()
+            .filter(|sc| claims(sc, &name))
+            .map(|sc| sc.file.name.clone())
+            .collect();
+        for sc in &claimed_by {
+            if !cases
+                .iter()
+                .any(|c| &c.scenario == sc && c.coverage.get(m) > 0)
+            {
+                unmet.push(format!(
+                    "{sc} claims {name}, which none of its runs reached"
+                ));
+            }
+        }
+        rows.push(CoverageRow {
+            runs: cases.iter().filter(|c| c.coverage.get(m) > 0).count(),
+            hits: cases.iter().map(|c| c.coverage.get(m)).sum(),
+            mark: name,
+            claimed_by,
+        });
+    }
+    (rows, unmet)
+}
+
+/// The coverage rows as a Markdown table, then a count.
+pub fn coverage_table(rows: &[CoverageRow], runs: usize, unmet: &[String]) -> String {
+    let mut o = String::from("| mark | runs | hits | claimed by |\n| --- | --- | --- | --- |\n");
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} |",
+            r.mark,
+            r.runs,
+            r.hits,
+            r.claimed_by.join(", ")
+        );
+    }
+    for u in unmet {
+        let _ = writeln!(o, "UNMET {u}");
+    }
+    let _ = writeln!(
+        o,
+        "coverage: {} of {} marks reached by {runs} runs; {} claimed by a scenario, {} of them unreached",
+        rows.iter().filter(|r| r.runs > 0).count(),
+        rows.len(),
+        rows.iter().filter(|r| !r.claimed_by.is_empty()).count(),
+        unmet.len()
+    );
+    o
+}
+
+/// Whether the scenario's `[expect]` (or one of its `under` blocks) claims the mark.
+fn claims(sc: &Scenario, mark: &str) -> bool {
+    let e = &sc.file.expect;
+    e.covers.iter().any(|c| c == mark)
+        || e.under.values().any(|u| u.covers.iter().any(|c| c == mark))
 }
 
 /// One line per expectation: pass or FAIL, expected vs actual, and how to rerun a failure.
@@ -395,6 +477,7 @@ mod tests {
             }],
             metrics: RunMetrics::default(),
             rerun: "loopsim run scenarios/a.toml --seed 1".into(),
+            coverage: Default::default(),
         };
         let xml = junit_xml(&[case(true), case(false)]);
         assert!(xml.contains("tests=\"2\" failures=\"1\""));

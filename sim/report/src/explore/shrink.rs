@@ -11,7 +11,7 @@ use super::{ExploreOptions, Finding, Problem, explore_one};
 /// Seeds tried for each candidate, after the seed that failed last.
 pub const SEEDS: u64 = 256;
 /// Runs a shrink may make in all: it stops with the smallest scenario found by then.
-pub const MAX_RUNS: u64 = 200_000;
+pub const MAX_RUNS: u64 = 10_000;
 
 /// A smaller scenario that fails as the finding did.
 #[derive(Clone, Debug, PartialEq)]

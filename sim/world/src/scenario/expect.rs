@@ -33,6 +33,11 @@ pub struct Expect {
     /// Outcome figures a report gave (an issue thread, a ledger), each to be reproduced within
     /// the block's tolerance.
     pub figures: Option<Figures>,
+    /// Coverage marks each run must reach at least once (`decision.identical_cycle_halt`,
+    /// `refund.execute_code_round`, ...; `loopsim codes` lists them): what the scenario
+    /// claims to exercise.
+    #[serde(default)]
+    pub covers: Vec<String>,
     /// `loopsim check` runs the expectations for each of these seeds (default: `seed`).
     #[serde(default)]
     pub seeds: Vec<u64>,

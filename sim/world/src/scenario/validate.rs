@@ -417,6 +417,17 @@ impl Scenario {
         at: &str,
         l: &Lines<'_>,
     ) -> Result<(), ScenarioError> {
+        for (i, m) in e.covers.iter().enumerate() {
+            if crate::coverage::Mark::parse(m).is_none() {
+                let hint = crate::coverage::Mark::nearest(m)
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                return l.err(
+                    &format!("{at}.covers[{i}]"),
+                    format!("`{m}` is not a coverage mark{hint}; `loopsim codes` lists them"),
+                );
+            }
+        }
         if let Some(r) = &e.exit_reason
             && ExitReason::parse(r).is_none()
         {

@@ -55,6 +55,9 @@ impl World<'_> {
         if self.checks {
             self.check_halt_armed(a, action, code);
         }
+        if code != DecisionCode::Allow {
+            self.coverage.hit(Mark::Decision(code));
+        }
         let ag = &mut self.agents[a];
         if let Some(s) = &mut ag.series {
             if action == Action::Warn {

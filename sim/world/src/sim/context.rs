@@ -11,6 +11,7 @@ impl World<'_> {
         match ag.script.context_gate() {
             ContextGate::Send => Some(Duration::ZERO),
             ContextGate::Trimmed { before, after } => {
+                self.coverage.hit(Mark::ContextTrim);
                 if self.trace.enabled() {
                     let mut e = self.event(a, "context_trim");
                     e.detail = Some(format!("context {before} -> {after} tokens"));
@@ -20,6 +21,7 @@ impl World<'_> {
             }
             ContextGate::Exhausted => {
                 ag.gov.context_exhausted();
+                self.coverage.hit(Mark::ContextExhausted);
                 if self.trace.enabled() {
                     let mut e = self.event(a, "context_exhausted");
                     e.input_tokens = Some(self.agents[a].script.context());
@@ -28,6 +30,7 @@ impl World<'_> {
                 None
             }
             ContextGate::Compressed(c) => {
+                self.coverage.hit(Mark::Compression);
                 let price = &ag.script.model().price;
                 let made = &mut ag.compressions;
                 made.calls += 1;

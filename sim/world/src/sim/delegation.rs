@@ -24,6 +24,11 @@ impl World<'_> {
             .count() as u32;
         let ag = &self.agents[a];
         let admission = ag.cfg.delegation.admit(ag.depth, tasks, running_bg);
+        self.coverage.hit(Mark::Delegation(match admission {
+            Admission::Rejected(_) => Admitted::Rejected,
+            Admission::Synchronous { .. } => Admitted::Synchronous,
+            Admission::Background { .. } => Admitted::Background,
+        }));
         let (n, background) = match admission {
             Admission::Rejected(why) => {
                 let result = format!("{{\"error\": \"delegation refused: {why:?}\"}}");
@@ -119,6 +124,7 @@ impl World<'_> {
         let ag = &mut self.agents[c];
         ag.status = Status::TimedOut;
         ag.exit_reasons.push("timeout".into());
+        self.coverage.hit(Mark::ChildTimeout);
         if self.trace.enabled() {
             let e = self.event(c, "child_timeout");
             self.trace.line(&e);

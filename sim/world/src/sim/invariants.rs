@@ -173,9 +173,10 @@ impl World<'_> {
             }
             let budget = ag.gov.budget();
             let (mut taken, mut returned) = (0u64, 0u64);
-            for other in &self.agents {
-                if Arc::ptr_eq(other.gov.budget(), budget) {
-                    let o = other.gov.ledger();
+            let live = self.agents.iter().map(|o| (o.gov.budget(), o.gov.ledger()));
+            let retired = self.retired_ledgers.iter().map(|(b, l)| (b, *l));
+            for (b, o) in live.chain(retired) {
+                if Arc::ptr_eq(b, budget) {
                     taken += o.taken;
                     returned += o.returned;
                 }
@@ -358,6 +359,40 @@ script = [{ answer = "found" }]
             v.detail.contains("budget used is 1 after 0 iterations"),
             "{v}"
         );
+    }
+
+    #[test]
+    fn a_shared_budget_counts_the_turns_its_owner_has_left() {
+        // Children draw on the parent's budget; the parent's next turn has a budget of its
+        // own, and the old one's accounting must still include the turn that ended.
+        let text = SCENARIO.replace(
+            "profile = \"hermes-main\"",
+            "profile = \"hermes-main\"\nchild_budget = \"shared\"",
+        );
+        let sc = Scenario::parse(&text, "shared.toml").unwrap();
+        let mut w = world(&sc);
+        assert_eq!(
+            w.agents[0].gov.begin_iteration(false),
+            TurnStep::Call { tools: true }
+        );
+        let c = w.spawn_agent("worker-1".into(), "worker", 1, Some(0));
+        w.start_turn(c, false);
+        assert!(Arc::ptr_eq(
+            w.agents[c].gov.budget(),
+            w.agents[0].gov.budget()
+        ));
+        assert_eq!(
+            w.agents[c].gov.begin_iteration(false),
+            TurnStep::Call { tools: true }
+        );
+        w.start_turn(0, true);
+        assert_eq!(
+            w.agents[c].gov.begin_iteration(false),
+            TurnStep::Call { tools: true }
+        );
+        w.check_after_event();
+        assert_eq!(broken(&w), None, "{:?}", w.violation);
+        assert_eq!(w.agents[c].gov.budget().used(), 3);
     }
 
     #[test]

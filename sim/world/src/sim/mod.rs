@@ -27,6 +27,7 @@ use loopsim_engine::turn::{
 use serde::Serialize;
 
 use crate::clock::{Duration, Instant};
+use crate::coverage::{Admitted, Coverage, Mark, RefundSite};
 use crate::model::Usage;
 use crate::rng::stream;
 use crate::scenario::{AgentSpec, CallSpec, Scenario};
@@ -174,6 +175,11 @@ struct World<'s> {
     /// The first invariant broken: the run stops there.
     violation: Option<Violation>,
     wrong_port: Option<WrongPort>,
+    /// How often this run reached each coverage mark.
+    coverage: Coverage,
+    /// Ledgers of ended turns whose budget children still draw on (the budget invariant
+    /// sums every turn that used a budget).
+    retired_ledgers: Vec<(Arc<IterationBudget>, loopsim_engine::turn::Ledger)>,
 }
 
 impl<'s> World<'s> {
@@ -223,6 +229,8 @@ impl<'s> World<'s> {
             checks: opts.invariants.enabled(),
             violation: None,
             wrong_port: opts.wrong_port,
+            coverage: Coverage::default(),
+            retired_ledgers: Vec::new(),
             guard_log: opts.guard_log.clone(),
             recorded,
             bridge,
@@ -448,6 +456,7 @@ impl<'s> World<'s> {
             return;
         }
         self.last_activity = self.sched.now();
+        self.coverage.hit(Mark::UserStop);
         if self.trace.enabled() {
             let e = self.event(0, "interrupt");
             self.trace.line(&e);
@@ -472,6 +481,7 @@ impl<'s> World<'s> {
         if stop_here {
             // The recorded user pressed stop: the running turn ends at this iteration.
             self.agents[a].interrupted = true;
+            self.coverage.hit(Mark::UserStop);
             if self.trace.enabled() {
                 let e = self.event(a, "interrupt");
                 self.trace.line(&e);
@@ -503,6 +513,7 @@ impl<'s> World<'s> {
                 if matches!(call.reply, Reply::ContextTooSmall) {
                     // The preflight gate fails before any request is sent.
                     ag.gov.runtime_context_too_small();
+                    self.coverage.hit(Mark::Refund(RefundSite::BeforeSend));
                     self.note_budget(a);
                     let ag = &mut self.agents[a];
                     let used = ag.gov.budget().used();

@@ -37,7 +37,9 @@ impl<'s> World<'s> {
                 let ag = &mut self.agents[a];
                 // Hermes looks for a tool result among the conversation's last five messages.
                 let recent = ag.since_tool.is_some_and(|k| k <= 4);
-                match ag.gov.empty_reply(recent) {
+                let what = ag.gov.empty_reply(recent);
+                self.coverage.hit(Mark::EmptyReply(what));
+                match what {
                     EmptyReply::Nudge => {
                         // A placeholder reply and a request to go on join the conversation.
                         ag.messages_after_tools(2);
@@ -155,6 +157,7 @@ impl<'s> World<'s> {
         let tool: &'s str = c.tool.get_ref();
         if self.agents[a].blocked.get(idx) == Some(&true) {
             // A call-limit middleware answers it with an error; it never runs.
+            self.coverage.hit(Mark::LimitBlockedCall);
             self.agents[a].count_tool_call(tool);
             self.agents[a].script.refused_call();
             if self.trace.enabled() {
@@ -173,6 +176,7 @@ impl<'s> World<'s> {
             if !batch::runs(&ag.round_calls, &signature) {
                 // The runtime drops an identical call of the same reply before running any.
                 ag.call_index += 1;
+                self.coverage.hit(Mark::DuplicateCallDropped);
                 return self.next_call(a);
             }
             ag.round_calls.push(signature.clone());
@@ -275,8 +279,10 @@ impl World<'_> {
         }
         if obs.stub {
             self.agents[a].stubs += 1;
+            self.coverage.hit(Mark::ResultStub);
         }
         if let Some(kind) = obs.kind {
+            self.coverage.hit(Mark::Notice(kind));
             let ag = &mut self.agents[a];
             ag.notices += 1;
             ag.round_flagged = true;
@@ -319,6 +325,7 @@ impl World<'_> {
             return;
         }
         ag.script.strategy_hint();
+        self.coverage.hit(Mark::StrategyHint);
         ag.notices += 1;
         ag.round_flagged = true;
         if ag.first_warning.is_none() {

@@ -175,6 +175,9 @@ pub struct RunSummary {
     /// Where an imported scenario came from and which figures are estimated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_note: Option<String>,
+    /// How often the run reached each coverage mark (not in traces or reports).
+    #[serde(skip)]
+    pub coverage: crate::coverage::Coverage,
 }
 
 /// Runs stop after this many events whatever the scenario says: a script that loops without
@@ -277,6 +280,7 @@ impl World<'_> {
                 .as_ref()
                 .map(|s| s.note.clone())
                 .filter(|n| !n.is_empty()),
+            coverage: self.coverage.clone(),
         };
         if self.trace.enabled() {
             let above = self.trace.hash_so_far();

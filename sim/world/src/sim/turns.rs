@@ -14,6 +14,11 @@ impl World<'_> {
             )
         });
         let ag = &mut self.agents[a];
+        if self.checks && Arc::strong_count(ag.gov.budget()) > 1 {
+            // Children still draw on the old budget: its accounting goes on without this turn.
+            self.retired_ledgers
+                .push((Arc::clone(ag.gov.budget()), ag.gov.ledger()));
+        }
         let max = ag.gov.max_iterations();
         ag.gov = match budget_src {
             Some((b, ChildBudget::Shared)) => TurnGovernor::with_budget(ag.cfg.turn, max, b, 0),
@@ -60,6 +65,8 @@ impl World<'_> {
         if let Some(code) = halt {
             let ag = &mut self.agents[a];
             if ag.stop.is_none() {
+                // A stall guard's halt is first seen here (a block was counted when decided).
+                self.coverage.hit(Mark::Decision(code));
                 ag.stop = Some(Stop {
                     call: ag.calls,
                     t_us: self.sched.now().0,
@@ -77,6 +84,8 @@ impl World<'_> {
         let before = ag.gov.budget().used();
         let go_on = ag.gov.tool_round(tools.iter().copied(), halt.is_some());
         if ag.gov.budget().used() < before {
+            self.coverage
+                .hit(Mark::Refund(RefundSite::ExecuteCodeRound));
             let used = ag.gov.budget().used();
             self.note_budget(a);
             if self.trace.enabled() {
@@ -119,6 +128,7 @@ impl World<'_> {
     /// A planning call now (smolagents' `planning_interval`): tools-free, not a step; the
     /// plan joins the context. Returns how long it takes.
     pub(super) fn planning_call(&mut self, a: AgentId) -> Duration {
+        self.coverage.hit(Mark::PlanningCall);
         self.tools_free_call(a, "planning_call")
     }
 
@@ -151,9 +161,11 @@ impl World<'_> {
             // The runtime's request for a summary, and the summary (the simulator does not
             // advance the clock for it).
             self.agents[a].summary_calls += 1;
+            self.coverage.hit(Mark::SummaryCall);
             self.tools_free_call(a, "summary_call");
         }
         let reason = fin.exit_reason.to_string();
+        self.coverage.hit(Mark::exit(&fin.exit_reason));
         if self.trace.enabled() {
             let mut e = self.event(a, "turn_end");
             e.call = Some(self.agents[a].calls);
