@@ -551,10 +551,9 @@ impl<'s> World<'s> {
                 );
                 let n = ag.calls;
                 let used = ag.gov.budget().used();
-                let mean_us = model.latency_s.get_ref().mean() * 1e6;
+                let slow = |mean_s: f64| mean_s > 0.0 && latency.0 as f64 >= 2e6 * mean_s;
                 if self.wrong_port == Some(WrongPort::UnchargedSlowCall)
-                    && mean_us > 0.0
-                    && latency.0 as f64 >= 2.0 * mean_us
+                    && slow(model.latency_s.get_ref().mean())
                 {
                     // The deliberate break: a slow call reaches the total but no agent.
                     self.total.add(&u);

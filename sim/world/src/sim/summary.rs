@@ -280,7 +280,7 @@ impl World<'_> {
                 .as_ref()
                 .map(|s| s.note.clone())
                 .filter(|n| !n.is_empty()),
-            coverage: self.coverage.clone(),
+            coverage: std::mem::take(&mut self.coverage),
         };
         if self.trace.enabled() {
             let above = self.trace.hash_so_far();

@@ -165,7 +165,7 @@ impl World<'_> {
             self.tools_free_call(a, "summary_call");
         }
         let reason = fin.exit_reason.to_string();
-        self.coverage.hit(Mark::exit(&fin.exit_reason));
+        self.coverage.hit(Mark::exit(&reason));
         if self.trace.enabled() {
             let mut e = self.event(a, "turn_end");
             e.call = Some(self.agents[a].calls);
