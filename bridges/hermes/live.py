@@ -263,8 +263,13 @@ def run_conversation(self, user_message, *args, **kwargs):
     result = _run_conversation(self, user_message, *args, **kwargs)
     GUARD_OWNER[id(getattr(self, "_tool_guardrails", None))] = name
     budget = getattr(self, "iteration_budget", None)
+    detail = (result or {}).get("turn_exit_reason")
+    if not detail and (result or {}).get("failed") and (result or {}).get("failure_reason"):
+        # Hermes returns a call that gave up on provider errors without an exit reason;
+        # loopsim names it by the classified reason Hermes does return.
+        detail = f"api_call_failed({result['failure_reason']})"
     report("turn_end", name,
-           detail=(result or {}).get("turn_exit_reason") or "unknown",
+           detail=detail or "unknown",
            budget_used=getattr(budget, "used", None),
            api_calls=(result or {}).get("api_calls"))
     return result

@@ -136,6 +136,14 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-nested-delegation.toml"),
     ),
     (
+        "live-provider-down",
+        include_str!("../../scenarios/live-provider-down.toml"),
+    ),
+    (
+        "live-provider-errors",
+        include_str!("../../scenarios/live-provider-errors.toml"),
+    ),
+    (
         "live-recorded-stop",
         include_str!("../../scenarios/live-recorded-stop.toml"),
     ),

@@ -85,7 +85,7 @@ pub fn run(format: Format) -> Result<()> {
                 "decision_codes": DecisionCode::ALL.iter().map(|c| serde_json::json!({
                     "code": c.as_str(), "action": action_of(*c), "stop": c.is_stop(),
                 })).collect::<Vec<_>>(),
-                "exit_reasons": ExitReason::FORMS,
+                "exit_reasons": ExitReason::FORMS.as_slice(),
                 "coverage_marks": Mark::all().map(Mark::name).collect::<Vec<_>>(),
                 "invariants": Invariant::ALL.iter().map(|i| i.as_str()).collect::<Vec<_>>(),
                 "config_keys": keys.iter().map(|k| serde_json::json!({

@@ -48,6 +48,7 @@ pub mod limits;
 pub mod observation;
 pub mod platform;
 pub mod profile;
+pub mod retry;
 pub mod stuck;
 pub mod turn;
 pub mod yaml;

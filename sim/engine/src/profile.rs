@@ -9,6 +9,7 @@ use crate::budget::UNLIMITED;
 use crate::guardrails::GuardrailRules;
 use crate::hash::ResultHashing;
 use crate::observation::ObservationRules;
+use crate::retry::ProviderRetry;
 use crate::stuck::StuckThresholds;
 use crate::turn::{AtCap, GraceMode, LimitError, OnEmptyReply, TurnRules};
 
@@ -225,6 +226,9 @@ pub struct Profile {
     pub observation: ObservationRules,
     /// OpenHands' stuck detector and its thresholds (`None`: the runtime has none).
     pub stuck_detection: Option<StuckThresholds>,
+    /// How the runtime retries provider errors (`None`: loopsim has not proved the
+    /// runtime's retries, and a scenario with provider faults is refused under it).
+    pub provider_retry: Option<ProviderRetry>,
 }
 
 impl Profile {
@@ -249,6 +253,7 @@ impl Profile {
             delegation: true,
             observation: ObservationRules::NONE,
             stuck_detection: None,
+            provider_retry: Some(ProviderRetry::HERMES),
         };
         match name {
             ProfileName::Article2026_06 => Profile {
@@ -260,6 +265,7 @@ impl Profile {
                 },
                 child_timeout_secs: Some(600.0),
                 background_delegation: false,
+                provider_retry: None,
                 ..v0_19
             },
             ProfileName::Hermes0_19_0 => v0_19,
@@ -415,6 +421,7 @@ fn sdk(
         delegation: false,
         observation: ObservationRules::NONE,
         stuck_detection: None,
+        provider_retry: None,
     }
 }
 

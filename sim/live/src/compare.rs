@@ -15,6 +15,7 @@ use serde_json::Value;
 pub const COMPARED_KINDS: &[&str] = &[
     "turn_start",
     "model_call",
+    "model_error",
     "tool_call",
     "approval_call",
     "decision",

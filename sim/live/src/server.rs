@@ -257,7 +257,30 @@ async fn chat(State(state): State<AppState>, body: Bytes) -> Response {
                 axum::Json(reply.to_json(&id, &req.model)).into_response()
             }
         }
+        Err(LiveError::Provider(f)) => provider_error(&f),
         Err(e) => error(&state, status_of(&e), e.to_string()),
+    }
+}
+
+/// The scenario's provider failing an attempt, as a provider says it: the status, an
+/// OpenAI-shaped error body, and a rate limit's `Retry-After` when the scenario sets one.
+fn provider_error(f: &loopsim_world::faults::Failure) -> Response {
+    let status =
+        StatusCode::from_u16(f.fault.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let (message, kind) = match f.fault {
+        loopsim_engine::retry::ProviderFault::RateLimit => (
+            "loopsim: the scenario's provider is rate limiting this request",
+            "rate_limit_error",
+        ),
+        loopsim_engine::retry::ProviderFault::ServerError => (
+            "loopsim: the scenario's provider failed this request",
+            "server_error",
+        ),
+    };
+    let body = axum::Json(json!({ "error": { "message": message, "type": kind } }));
+    match f.retry_after_s {
+        Some(s) => (status, [(header::RETRY_AFTER, format!("{s}"))], body).into_response(),
+        None => (status, body).into_response(),
     }
 }
 

@@ -14,6 +14,7 @@
 //! ```
 
 use loopsim_engine::guardrails::{DecisionCode, NoticeKind};
+use loopsim_engine::retry::ProviderFault;
 use loopsim_engine::turn::{EmptyReply, ExitReason};
 
 /// Where a budget refund was given.
@@ -58,6 +59,10 @@ pub enum Mark {
     ResultStub,
     /// An identical call in the same reply was dropped before it ran.
     DuplicateCallDropped,
+    /// A model request met this provider error.
+    Fault(ProviderFault),
+    /// The runtime waited and sent a failed model request again.
+    ProviderRetry,
 }
 
 /// Every decision code but `allow`, which decides nothing worth counting.
@@ -70,7 +75,7 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 11] = [
+const SINGLES: [Mark; 14] = [
     Mark::StrategyHint,
     Mark::ChildTimeout,
     Mark::UserStop,
@@ -82,6 +87,9 @@ const SINGLES: [Mark; 11] = [
     Mark::LimitBlockedCall,
     Mark::ResultStub,
     Mark::DuplicateCallDropped,
+    Mark::Fault(ProviderFault::RateLimit),
+    Mark::Fault(ProviderFault::ServerError),
+    Mark::ProviderRetry,
 ];
 
 /// How many marks there are.
@@ -182,6 +190,8 @@ impl Mark {
             Mark::LimitBlockedCall => "limit_blocked_call".into(),
             Mark::ResultStub => "result_stub".into(),
             Mark::DuplicateCallDropped => "duplicate_call_dropped".into(),
+            Mark::Fault(f) => format!("fault.{f}"),
+            Mark::ProviderRetry => "fault.retry".into(),
         }
     }
 

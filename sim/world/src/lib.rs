@@ -34,6 +34,7 @@ pub mod bridge;
 pub mod clock;
 pub mod coverage;
 pub mod expect;
+pub mod faults;
 pub mod guard_log;
 pub mod input;
 pub mod model;

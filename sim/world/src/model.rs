@@ -77,6 +77,12 @@ pub struct Usage {
     pub approval_latency_us: u64,
     /// Dollars, rounded to micro-dollars so sums are exact and stable.
     pub cost_micro_usd: u64,
+    /// Model requests the provider answered with an error (not billed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub provider_errors: u64,
+    /// Time spent waiting to send a failed request again.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retry_wait_us: u64,
 }
 
 /// Context compression's summary calls (Hermes's auxiliary model; here priced at the
@@ -168,6 +174,8 @@ impl Usage {
         sum(&mut self.approval_output_tokens, o.approval_output_tokens);
         sum(&mut self.approval_latency_us, o.approval_latency_us);
         sum(&mut self.cost_micro_usd, o.cost_micro_usd);
+        sum(&mut self.provider_errors, o.provider_errors);
+        sum(&mut self.retry_wait_us, o.retry_wait_us);
     }
 
     pub fn cost_usd(&self) -> f64 {

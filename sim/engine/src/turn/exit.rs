@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::retry::ProviderFault;
+
 /// Why a model reply ended.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FinishReason {
@@ -123,6 +125,10 @@ pub enum ExitReason {
     /// OpenAI Agents SDK: the run reached `max_turns` and its `error_handlers["max_turns"]`
     /// handler gave the final output instead of the exception: no further call.
     MaxTurnsHandled,
+    /// Hermes gave up on a model call after its last attempt met a provider error, and
+    /// returned the turn as failed without naming an exit reason; loopsim names it by the
+    /// error's classified reason (the returned `failure_reason`).
+    ApiCallFailed(ProviderFault),
 }
 
 fn cut80(s: &str) -> &str {
@@ -170,6 +176,7 @@ impl fmt::Display for ExitReason {
             ModelCallLimitReached => f.write_str("model_call_limit_reached"),
             ToolCallLimitReached => f.write_str("tool_call_limit_reached"),
             MaxTurnsHandled => f.write_str("max_turns_handled"),
+            ApiCallFailed(e) => write!(f, "api_call_failed({e})"),
         }
     }
 }
@@ -177,7 +184,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 32] = [
+    pub const FORMS: [&'static str; 33] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -210,6 +217,7 @@ impl ExitReason {
         "model_call_limit_reached",
         "tool_call_limit_reached",
         "max_turns_handled",
+        "api_call_failed(REASON)",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -243,6 +251,9 @@ impl ExitReason {
                 .into_iter()
                 .find(|l| l.as_str() == e)
                 .map(Raised);
+        }
+        if let Some(e) = inner("api_call_failed(") {
+            return ProviderFault::parse(&e).map(ApiCallFailed);
         }
         if let Some(nm) = inner("max_iterations_reached(") {
             let (n, m) = nm.split_once('/')?;
@@ -326,6 +337,7 @@ impl ExitReason {
         match self {
             EmptyResponseExhausted => m("empty_response", true, false),
             AllRetriesExhaustedNoResponse => m("server_error", true, true),
+            ApiCallFailed(e) => m(e.as_str(), true, true),
             PendingToolResult | RepeatedOuterErrors(_) | ErrorNearMaxIterations(_) => {
                 m("loop_error", true, true)
             }
@@ -358,6 +370,7 @@ mod tests {
             ExitReason::ContextCompressionTimeout,
             ExitReason::Raised(LimitError::MaxTurnsExceeded),
             ExitReason::MaxStepsError,
+            ExitReason::ApiCallFailed(ProviderFault::RateLimit),
             ExitReason::TokenBudgetExhausted,
             ExitReason::ConversationStuck,
             ExitReason::ConversationMaxIterations,

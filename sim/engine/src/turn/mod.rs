@@ -525,6 +525,13 @@ impl TurnGovernor {
         self.failed = true;
     }
 
+    /// The model call's last attempt met a provider error: Hermes returns the turn as
+    /// failed. The iteration stays spent (its attempts cost nothing more).
+    pub fn api_call_failed(&mut self, fault: crate::retry::ProviderFault) {
+        self.exit = ExitReason::ApiCallFailed(fault);
+        self.failed = true;
+    }
+
     /// The user interrupted during a model call.
     pub fn interrupted_during_call(&mut self) {
         self.exit = ExitReason::InterruptedDuringApiCall;

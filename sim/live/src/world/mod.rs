@@ -16,7 +16,9 @@ use loopsim_engine::guardrails::GuardrailRules;
 use loopsim_engine::hash::{ResultHashing, Signature, result_hash};
 use loopsim_engine::json::{self, Value};
 use loopsim_engine::profile::Runtime;
+use loopsim_engine::retry::{ProviderRetry, RetryStep};
 use loopsim_world::clock::Duration;
+use loopsim_world::faults::{Failure, FaultStream};
 use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
     ArgsCache, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
@@ -57,7 +59,7 @@ fn is_ours(content: &str) -> bool {
 }
 
 /// Why a request could not be answered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LiveError {
     #[error("{0}")]
     BadRequest(String),
@@ -73,6 +75,11 @@ pub enum LiveError {
         asked: String,
         issued: String,
     },
+    /// Not a refusal: the scenario's provider fails this attempt ([`loopsim_world::faults`]).
+    #[error("{}", .0.detail(&ProviderRetry::HERMES))]
+    Provider(Failure),
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// A tool call the scripted model issued, waiting for the runtime to run it.
@@ -109,6 +116,8 @@ struct LiveAgent {
     interrupted: bool,
     /// Steps (tools calls) of the current run, for telling a plan from the final answer.
     run_steps: u64,
+    /// Its provider errors (made on its first request to a model with faults).
+    faults: Option<FaultStream>,
 }
 
 /// Where an agent's background children stand at its virtual time.
@@ -218,6 +227,7 @@ impl LiveWorld {
             finished: false,
             interrupted: false,
             run_steps: 0,
+            faults: None,
         });
         self.by_name.insert(name.to_string(), id);
         id
@@ -352,10 +362,49 @@ impl LiveWorld {
         if planning {
             return Ok(self.planning_reply(a));
         }
+        self.provider_attempt(a)?;
         self.agents[a].run_steps += 1;
         let call = self.agents[a].script.reply(true);
         self.agents[a].last_empty = matches!(call.reply, Reply::Empty);
         self.reply_with(a, call)
+    }
+
+    /// One attempt of the agent's next model call against the scenario's provider faults,
+    /// drawn as the simulator draws them: a failed one moves the agent's clock past the
+    /// error and the runtime's wait, and is answered with the provider's error.
+    fn provider_attempt(&mut self, a: usize) -> Result<(), LiveError> {
+        let Some(faults) = self.agents[a].script.model().faults.as_ref() else {
+            return Ok(());
+        };
+        let policy = match self.runtime {
+            Runtime::Hermes => ProviderRetry::HERMES,
+            other => {
+                return Err(LiveError::Unsupported(format!(
+                    "the scenario's model has provider faults, whose retries loopsim has proved \
+                     for Hermes only, not {other:?}"
+                )));
+            }
+        };
+        let seed = self.seed;
+        let ag = &mut self.agents[a];
+        let name = ag.script.name().to_string();
+        let Some(f) = ag
+            .faults
+            .get_or_insert_with(|| FaultStream::new(seed, &name))
+            .attempt(faults, &policy)
+        else {
+            return Ok(());
+        };
+        ag.clock_us += f.latency_us;
+        let mut e = self.event(a, "model_error");
+        e.call = Some(self.agents[a].calls + 1);
+        e.latency_us = Some(f.latency_us);
+        e.detail = Some(f.detail(&policy));
+        self.events.push(e);
+        if let RetryStep::Wait { us } = f.then {
+            self.agents[a].clock_us += us;
+        }
+        Err(LiveError::Provider(f))
     }
 
     /// The tool results of the last reply came back: the model reads them and moves on.

@@ -188,6 +188,26 @@ pub struct ModelSpec {
     /// The model's context window in tokens: Hermes compresses the context as it nears it,
     /// and a turn whose context no longer fits dies of it. None: the context never fills.
     pub context_window: Option<Spanned<u64>>,
+    /// Provider errors on the agent loop's requests to this model (none by default).
+    pub faults: Option<ModelFaults>,
+}
+
+/// Seeded provider errors: each attempt of a model call draws each kind with its
+/// probability, and the runtime's retry policy decides what follows
+/// ([`loopsim_engine::retry`]).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelFaults {
+    /// HTTP 429 with the rate-limit classification.
+    #[serde(default = "zero")]
+    pub rate_limit: Spanned<f64>,
+    /// The 429's `Retry-After` in seconds (none: no header, the runtime backs off).
+    pub retry_after_s: Option<Spanned<f64>>,
+    /// HTTP 500.
+    #[serde(default = "zero")]
+    pub server_error: Spanned<f64>,
+    /// How long an error response takes to come back (default 0).
+    pub latency_s: Option<Spanned<Dist>>,
 }
 
 /// A fake tool.

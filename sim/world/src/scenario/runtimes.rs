@@ -34,9 +34,6 @@ impl Scenario {
     /// uses that the profile's runtime lacks.
     pub fn unsupported_under(&self, profile: ProfileName) -> Option<String> {
         let p = Profile::get(profile);
-        if p.runtime == Runtime::Hermes {
-            return None;
-        }
         let f = &self.file;
         let steps = || self.steps();
         let why = |what: &str| {
@@ -45,6 +42,20 @@ impl Scenario {
                 self.path
             ))
         };
+        if p.provider_retry.is_none()
+            && let Some((name, _)) = f.models.iter().find(|(_, m)| {
+                m.faults.as_ref().is_some_and(|f| {
+                    *f.rate_limit.get_ref() > 0.0 || *f.server_error.get_ref() > 0.0
+                })
+            })
+        {
+            return why(&format!(
+                "models.{name}.faults draws provider errors (Hermes's retries)"
+            ));
+        }
+        if p.runtime == Runtime::Hermes {
+            return None;
+        }
         if !p.delegation && steps().any(|s: &Step| s.delegate.is_some()) {
             return why("the scenario delegates to child agents (Hermes's delegate_task)");
         }

@@ -40,6 +40,30 @@ impl Scenario {
                 &m.empty_reply_probability,
                 &format!("models.{name}.empty_reply_probability"),
             )?;
+            if let Some(faults) = &m.faults {
+                let key = |k: &str| format!("models.{name}.faults.{k}");
+                prob(&faults.rate_limit, &key("rate_limit"))?;
+                prob(&faults.server_error, &key("server_error"))?;
+                let both = faults.rate_limit.get_ref() + faults.server_error.get_ref();
+                if both > 1.0 {
+                    return l.err(
+                        &key("server_error"),
+                        format!("rate_limit and server_error add up to {both}, more than 1"),
+                    );
+                }
+                if let Some(ra) = &faults.retry_after_s {
+                    let x = *ra.get_ref();
+                    if !(x.is_finite() && x >= 0.0) {
+                        return l.err(
+                            &key("retry_after_s"),
+                            format!("{x} is not a number of seconds (0 or more)"),
+                        );
+                    }
+                }
+                if let Some(d) = &faults.latency_s {
+                    dist(d, &key("latency_s"))?;
+                }
+            }
             if let Some(w) = &m.context_window {
                 let w = *w.get_ref();
                 if w < 1_000 {

@@ -39,6 +39,7 @@ mod accounting;
 mod context;
 mod delegation;
 mod invariants;
+mod provider;
 mod rounds;
 mod summary;
 mod turns;
@@ -121,6 +122,10 @@ struct Agent<'s> {
     series: Option<AgentSeries>,
     interrupted: bool,
     pending: Option<PendingCall<'s>>,
+    /// Its provider errors (made on its first request to a model with faults).
+    faults: Option<crate::faults::FaultStream>,
+    /// The model call in flight gave up on this error: the turn fails when it is back.
+    failed_call: Option<loopsim_engine::retry::ProviderFault>,
 }
 
 /// A tool call in flight.
@@ -148,6 +153,8 @@ pub fn run(
 struct World<'s> {
     sc: &'s Scenario,
     seed: u64,
+    /// How the profile retries provider errors (faults need one).
+    provider_retry: Option<loopsim_engine::retry::ProviderRetry>,
     cfg: EngineConfig,
     child_cfg: EngineConfig,
     sched: Scheduler<Ev>,
@@ -226,6 +233,7 @@ impl<'s> World<'s> {
             }
         };
         let mut w = World {
+            provider_retry: loopsim_engine::profile::Profile::get(profile).provider_retry,
             checks: opts.invariants.enabled(),
             violation: None,
             wrong_port: opts.wrong_port,
@@ -390,6 +398,8 @@ impl<'s> World<'s> {
             series: self.record_series.then(AgentSeries::default),
             interrupted: false,
             pending: None,
+            faults: None,
+            failed_call: None,
         });
         id
     }
@@ -507,6 +517,14 @@ impl<'s> World<'s> {
                 let delay = match self.context_gate(a) {
                     Some(delay) => Duration(delay.0 + plan.0),
                     None => return self.end_turn(a),
+                };
+                // Provider errors come before the reply: retries wait, a give-up fails the turn.
+                let delay = match self.provider_attempts(a, tools, delay) {
+                    Ok(delay) => delay,
+                    Err(at) => {
+                        self.sched.at(at, Ev::ModelDone(a));
+                        return;
+                    }
                 };
                 let ag = &mut self.agents[a];
                 let call = ag.script.reply(tools);

@@ -10,6 +10,10 @@ impl<'s> World<'s> {
             return;
         }
         self.agents[a].last_activity = self.sched.now();
+        if let Some(fault) = self.agents[a].failed_call.take() {
+            self.agents[a].gov.api_call_failed(fault);
+            return self.end_turn(a);
+        }
         let plan = self.agents[a].plan.expect("a plan");
         let stop = self.reply_limits(a, plan);
         if self.agents[a].gov.reply_stops(stop) {

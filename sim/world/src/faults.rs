@@ -1,0 +1,166 @@
+//! Seeded provider errors on an agent's model calls ([`ModelFaults`]), drawn in one place so
+//! the simulator and `loopsim serve` meet the same errors at the same attempts.
+//!
+//! Each agent draws from a stream of its own (`agent:NAME/faults`), made only when its model
+//! has faults, so a scenario without them keeps every other draw. An attempt takes one draw
+//! for its outcome; a failed one then draws its latency (when the scenario gives one) and,
+//! when the runtime backs off with jitter, the jitter.
+
+use loopsim_engine::retry::{ProviderFault, ProviderRetry, RetryStep};
+use rand::RngExt;
+use rand::rngs::ChaCha8Rng;
+
+use crate::clock::Duration;
+use crate::rng::stream;
+use crate::scenario::ModelFaults;
+
+/// One failed attempt of a model call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Failure {
+    pub fault: ProviderFault,
+    /// The attempt's number within its call (1-based).
+    pub attempt: u32,
+    /// How long the error response took.
+    pub latency_us: u64,
+    /// The `Retry-After` the response carries (rate limits only).
+    pub retry_after_s: Option<f64>,
+    /// What the runtime does next.
+    pub then: RetryStep,
+}
+
+impl Failure {
+    /// The trace's detail line: `rate_limit (HTTP 429), attempt 1 of 3`.
+    pub fn detail(&self, policy: &ProviderRetry) -> String {
+        format!(
+            "{} (HTTP {}), attempt {} of {}",
+            self.fault,
+            self.fault.status(),
+            self.attempt,
+            policy.attempts
+        )
+    }
+}
+
+/// An agent's provider errors.
+#[derive(Debug)]
+pub struct FaultStream {
+    rng: ChaCha8Rng,
+    /// Failed attempts of the current call so far.
+    failed: u32,
+}
+
+impl FaultStream {
+    pub fn new(seed: u64, agent: &str) -> FaultStream {
+        FaultStream {
+            rng: stream(seed, &format!("agent:{agent}/faults")),
+            failed: 0,
+        }
+    }
+
+    /// The next attempt of the agent's current call: `None` when the provider answers it.
+    pub fn attempt(&mut self, faults: &ModelFaults, policy: &ProviderRetry) -> Option<Failure> {
+        let u: f64 = self.rng.random();
+        let rate_limit = *faults.rate_limit.get_ref();
+        let fault = if u < rate_limit {
+            ProviderFault::RateLimit
+        } else if u < rate_limit + *faults.server_error.get_ref() {
+            ProviderFault::ServerError
+        } else {
+            self.failed = 0;
+            return None;
+        };
+        self.failed += 1;
+        let latency_us = faults.latency_s.as_ref().map_or(0, |d| {
+            Duration::from_secs_f64(d.get_ref().sample(&mut self.rng)).0
+        });
+        let retry_after_s = match fault {
+            ProviderFault::RateLimit => faults.retry_after_s.as_ref().map(|s| *s.get_ref()),
+            ProviderFault::ServerError => None,
+        };
+        let jitter = if policy.needs_jitter(self.failed, fault, retry_after_s) {
+            self.rng.random()
+        } else {
+            0.0
+        };
+        let then = policy.after_failure(self.failed, fault, retry_after_s, jitter);
+        let attempt = self.failed;
+        if then == RetryStep::GiveUp {
+            self.failed = 0;
+        }
+        Some(Failure {
+            fault,
+            attempt,
+            latency_us,
+            retry_after_s,
+            then,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toml::Spanned;
+
+    fn faults(rate_limit: f64, server_error: f64) -> ModelFaults {
+        ModelFaults {
+            rate_limit: Spanned::new(0..0, rate_limit),
+            retry_after_s: Some(Spanned::new(0..0, 1.5)),
+            server_error: Spanned::new(0..0, server_error),
+            latency_s: None,
+        }
+    }
+
+    #[test]
+    fn every_attempt_failing_gives_up_at_the_policys_count_then_starts_over() {
+        let mut s = FaultStream::new(1, "parent");
+        let f = faults(0.0, 1.0);
+        let policy = ProviderRetry::HERMES;
+        let steps: Vec<_> = (0..4).map(|_| s.attempt(&f, &policy).unwrap()).collect();
+        assert_eq!(
+            steps.iter().map(|x| x.attempt).collect::<Vec<_>>(),
+            [1, 2, 3, 1]
+        );
+        assert_eq!(steps[2].then, RetryStep::GiveUp);
+        let RetryStep::Wait { us } = steps[0].then else {
+            panic!()
+        };
+        assert!((2_000_000..=3_000_000).contains(&us), "{us}");
+        let RetryStep::Wait { us } = steps[1].then else {
+            panic!()
+        };
+        assert!((4_000_000..=6_000_000).contains(&us), "{us}");
+        assert_eq!(
+            steps[0].detail(&policy),
+            "server_error (HTTP 500), attempt 1 of 3"
+        );
+    }
+
+    #[test]
+    fn rate_limits_wait_their_retry_after_and_no_faults_never_fail() {
+        let mut s = FaultStream::new(1, "parent");
+        let first = s
+            .attempt(&faults(1.0, 0.0), &ProviderRetry::HERMES)
+            .unwrap();
+        assert_eq!(first.then, RetryStep::Wait { us: 1_500_000 });
+        assert_eq!(first.retry_after_s, Some(1.5));
+        let mut s = FaultStream::new(1, "parent");
+        assert!((0..100).all(|_| {
+            s.attempt(&faults(0.0, 0.0), &ProviderRetry::HERMES)
+                .is_none()
+        }));
+    }
+
+    #[test]
+    fn the_same_seed_and_agent_draw_the_same_faults() {
+        let f = faults(0.3, 0.3);
+        let draw = |seed, agent| {
+            let mut s = FaultStream::new(seed, agent);
+            (0..50)
+                .map(|_| s.attempt(&f, &ProviderRetry::HERMES))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draw(4, "parent"), draw(4, "parent"));
+        assert_ne!(draw(4, "parent"), draw(4, "worker#1"));
+    }
+}

@@ -1,0 +1,69 @@
+//! A model call's attempts against a provider that fails some of them
+//! ([`crate::faults`]): each failed attempt is traced, the runtime's waits move the request
+//! later, and a call that gives up fails its turn when the last error is back.
+
+use loopsim_engine::retry::RetryStep;
+
+use super::*;
+use crate::faults::FaultStream;
+
+impl<'s> World<'s> {
+    /// The delay before agent `a`'s request goes out, `delay` plus its failed attempts and
+    /// waits; `Err(at)`: the call gave up, its last error back at `at`. Only the loop's
+    /// requests with tools meet faults (the summary call has retries of its own).
+    pub(super) fn provider_attempts(
+        &mut self,
+        a: AgentId,
+        tools: bool,
+        delay: Duration,
+    ) -> Result<Duration, Instant> {
+        let Some(faults) = self.agents[a].script.model().faults.as_ref() else {
+            return Ok(delay);
+        };
+        let Some(policy) = self.provider_retry.filter(|_| tools) else {
+            return Ok(delay);
+        };
+        let start = self.sched.now().0 + delay.0;
+        let mut t = start;
+        let seed = self.seed;
+        loop {
+            let ag = &mut self.agents[a];
+            let stream = ag
+                .faults
+                .get_or_insert_with(|| FaultStream::new(seed, &ag.name));
+            let Some(f) = stream.attempt(faults, &policy) else {
+                return Ok(Duration(t - self.sched.now().0));
+            };
+            t += f.latency_us;
+            self.coverage.hit(Mark::Fault(f.fault));
+            if self.trace.enabled() {
+                let mut e = self.event(a, "model_error");
+                e.t_us = t;
+                e.call = Some(self.agents[a].calls + 1);
+                e.latency_us = Some(f.latency_us);
+                e.detail = Some(f.detail(&policy));
+                self.trace.line(&e);
+            }
+            let wait = match f.then {
+                RetryStep::Wait { us } => us,
+                RetryStep::GiveUp => 0,
+            };
+            let u = Usage {
+                provider_errors: 1,
+                retry_wait_us: wait,
+                ..Usage::default()
+            };
+            self.account(a, &u);
+            match f.then {
+                RetryStep::Wait { us } => {
+                    self.coverage.hit(Mark::ProviderRetry);
+                    t += us;
+                }
+                RetryStep::GiveUp => {
+                    self.agents[a].failed_call = Some(f.fault);
+                    return Err(Instant(t));
+                }
+            }
+        }
+    }
+}

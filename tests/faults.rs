@@ -1,0 +1,259 @@
+//! Provider errors: Hermes's retry loop in the simulation (attempts, waits, what a retry
+//! spends, the failed turn), the scenario keys checked, and the same errors at the same
+//! attempts through the real Hermes 0.19.0 loop (`loopsim diff --live`).
+
+mod common;
+
+use common::{TempDir, hermes_live_python_or_skip, loopsim_in, output_text, root};
+use serde_json::Value;
+
+/// Runs a scenario (from the repository root) and returns its trace's events.
+fn events(scenario: &str, extra: &[&str]) -> Vec<Value> {
+    let t = TempDir::new(&format!("faults-{}", scenario.replace('/', "-")));
+    let mut args = vec!["run", scenario, "--out", t.to_str().unwrap(), "-q"];
+    args.extend_from_slice(extra);
+    let o = loopsim_in(&root(), &args);
+    // Exit 1: an expectation of the scenario as written failed under another seed.
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        output_text(&o)
+    );
+    std::fs::read_to_string(t.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_kind<'a>(evs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    evs.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+#[test]
+fn a_provider_that_always_fails_gets_three_attempts_with_backoff_then_the_turn_fails() {
+    let evs = events("scenarios/live-provider-down.toml", &[]);
+    let errors = of_kind(&evs, "model_error");
+    let details: Vec<&str> = errors
+        .iter()
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "server_error (HTTP 500), attempt 1 of 3",
+            "server_error (HTTP 500), attempt 2 of 3",
+            "server_error (HTTP 500), attempt 3 of 3"
+        ]
+    );
+    assert!(errors.iter().all(|e| e["call"] == 1));
+    // Each error takes 0.5 s; the waits are 2 s and 4 s, each plus up to half again.
+    let t: Vec<u64> = errors.iter().map(|e| e["t_us"].as_u64().unwrap()).collect();
+    let (w1, w2) = (t[1] - t[0] - 500_000, t[2] - t[1] - 500_000);
+    assert!((2_000_000..=3_000_000).contains(&w1), "first wait {w1}");
+    assert!((4_000_000..=6_000_000).contains(&w2), "second wait {w2}");
+    assert!(
+        of_kind(&evs, "model_call").is_empty(),
+        "no reply, no billed call"
+    );
+    let end = of_kind(&evs, "turn_end")[0];
+    assert_eq!(end["detail"], "api_call_failed(server_error)");
+    assert_eq!(
+        end["budget_used"], 1,
+        "the call's one iteration, not one per attempt"
+    );
+    assert_eq!(
+        end["t_us"].as_u64(),
+        Some(t[2]),
+        "the turn ends with the last error"
+    );
+    assert!(
+        of_kind(&evs, "summary_call").is_empty(),
+        "Hermes returns: no summary call"
+    );
+    let footer = evs.last().unwrap();
+    let parent = &footer["summary"]["agents"][0];
+    assert_eq!(parent["usage"]["provider_errors"], 3, "{parent}");
+    assert_eq!(parent["usage"]["retry_wait_us"].as_u64(), Some(w1 + w2));
+    assert_eq!(parent["usage"]["cost_micro_usd"], 0);
+}
+
+#[test]
+fn retried_attempts_spend_no_iteration_and_rate_limits_wait_their_retry_after() {
+    let evs = events("scenarios/live-provider-errors.toml", &[]);
+    let errors = of_kind(&evs, "model_error");
+    let calls = of_kind(&evs, "model_call");
+    assert!(errors.len() >= 3, "{} errors", errors.len());
+    let end = of_kind(&evs, "turn_end")[0];
+    assert_eq!(end["detail"], "text_response(finish_reason=stop)");
+    assert_eq!(end["budget_used"].as_u64(), Some(calls.len() as u64));
+    assert_eq!(end["call"].as_u64(), Some(calls.len() as u64));
+    // A rate limit's next attempt goes out after its 0.3 s error and the 0.05 s Retry-After.
+    for (i, e) in evs.iter().enumerate() {
+        if e["kind"] == "model_error"
+            && e["detail"].as_str().unwrap().starts_with("rate_limit")
+            && let Some(next) = evs[i + 1..]
+                .iter()
+                .find(|n| n["kind"] == "model_error" || n["kind"] == "model_call")
+        {
+            let gap = next["t_us"].as_u64().unwrap() - e["t_us"].as_u64().unwrap();
+            let wanted = if next["kind"] == "model_error" {
+                350_000
+            } else {
+                50_000
+            };
+            assert_eq!(gap, wanted, "{e} then {next}");
+        }
+    }
+    // The errors are the scenario's: the same seed draws them again, byte for byte.
+    assert_eq!(evs, events("scenarios/live-provider-errors.toml", &[]));
+    // Another seed meets other errors: seed 1 rate-limits one call three times in a row.
+    let other = events("scenarios/live-provider-errors.toml", &["--seed", "1"]);
+    assert_eq!(
+        of_kind(&other, "turn_end")[0]["detail"],
+        "api_call_failed(rate_limit)"
+    );
+}
+
+fn with_faults(t: &TempDir, faults: &str, profile: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(root().join("scenarios/live-provider-down.toml"))
+        .unwrap()
+        .replace(
+            "faults = { server_error = 1.0, latency_s = 0.5 }",
+            &format!("faults = {faults}"),
+        )
+        .replace(
+            "profile = \"hermes-0.19.0\"",
+            &format!("profile = \"{profile}\""),
+        );
+    let p = t.join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn fault_keys_are_checked_and_other_runtimes_refuse_faults() {
+    let t = TempDir::new("faults-keys");
+    let cases = [
+        (
+            "{ rate_limt = 0.5 }",
+            "hermes-0.19.0",
+            vec!["s.toml:18", "rate_limt", "rate_limit"],
+        ),
+        (
+            "{ rate_limit = 0.7, server_error = 0.6 }",
+            "hermes-0.19.0",
+            vec![
+                "s.toml:18",
+                "models.main.faults.server_error",
+                "more than 1",
+            ],
+        ),
+        (
+            "{ rate_limit = 0.5, retry_after_s = -1 }",
+            "hermes-0.19.0",
+            vec!["models.main.faults.retry_after_s"],
+        ),
+        (
+            "{ server_error = 1.5 }",
+            "hermes-0.19.0",
+            vec!["models.main.faults.server_error", "probability"],
+        ),
+        (
+            "{ server_error = 0.5 }",
+            "openai-agents-0.24",
+            vec!["models.main.faults draws provider errors", "cannot express"],
+        ),
+        (
+            "{ server_error = 0.5 }",
+            "article-2026-06",
+            vec!["models.main.faults draws provider errors", "cannot express"],
+        ),
+    ];
+    for (faults, profile, wants) in cases {
+        let p = with_faults(&t, faults, profile);
+        let o = loopsim_in(
+            &root(),
+            &[
+                "run",
+                p.to_str().unwrap(),
+                "--out",
+                t.join("out").to_str().unwrap(),
+            ],
+        );
+        let text = output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{faults}: {text}");
+        for w in wants {
+            assert!(
+                text.contains(w),
+                "{faults} under {profile}: `{w}` in {text}"
+            );
+        }
+    }
+    // Zero probabilities draw nothing and are accepted anywhere.
+    let p = with_faults(&t, "{ server_error = 0.0 }", "openai-agents-0.24");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            p.to_str().unwrap(),
+            "--out",
+            t.join("ok").to_str().unwrap(),
+            "-q",
+        ],
+    );
+    // (Exit 1: the scenario's own expectation of a failed call does not hold without faults.)
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("got text_response(finish_reason=stop)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_real_hermes_loop_gives_up_on_a_rate_limited_call_as_the_simulation_does() {
+    let Some(py) = hermes_live_python_or_skip("rate-limit exhaustion live") else {
+        return;
+    };
+    let runtime = format!("hermes={}", py.display());
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            "scenarios/live-provider-errors.toml",
+            "--live",
+            &runtime,
+            "--seed",
+            "1",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["identical"], true, "{v}");
+    // The live trace has the errors the server answered, and Hermes's failed return.
+    let t = TempDir::new("faults-live");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "live",
+            "scenarios/live-provider-errors.toml",
+            "--runtime",
+            &runtime,
+            "--seed",
+            "1",
+            "--out",
+            t.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let trace = std::fs::read_to_string(t.join("trace.jsonl")).unwrap();
+    let errors = trace
+        .lines()
+        .filter(|l| l.contains(r#""kind":"model_error""#))
+        .count();
+    assert!(errors >= 3, "{errors} provider errors in the live trace");
+    assert!(trace.contains("api_call_failed(rate_limit)"), "{trace}");
+}
