@@ -257,3 +257,70 @@ fn the_real_hermes_loop_gives_up_on_a_rate_limited_call_as_the_simulation_does()
     assert!(errors >= 3, "{errors} provider errors in the live trace");
     assert!(trace.contains("api_call_failed(rate_limit)"), "{trace}");
 }
+
+#[test]
+fn explore_draws_fault_sites_per_seed_and_its_rerun_line_and_replay_reproduce_them() {
+    // Over 0..40 seeds some runs of a fault-free scenario meet provider errors, and none
+    // breaks an invariant.
+    let o = loopsim_in(
+        &root(),
+        &[
+            "explore",
+            "scenarios/two-call-cycle.toml",
+            "--seeds",
+            "0..40",
+            "--faults",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"], 40, "{v}");
+    let mut met = 0;
+    for seed in 0..12u64 {
+        let s = seed.to_string();
+        let with = events(
+            "scenarios/two-call-cycle.toml",
+            &["--seed", &s, "--seeded-faults"],
+        );
+        let without = events("scenarios/two-call-cycle.toml", &["--seed", &s]);
+        let errors = of_kind(&with, "model_error").len();
+        assert!(of_kind(&without, "model_error").is_empty());
+        if errors > 0 {
+            met += 1;
+            assert_eq!(with[0]["faults"], "seeded", "the header says so");
+            assert_ne!(with, without);
+        }
+    }
+    assert!(
+        (2..=10).contains(&met),
+        "{met} of 12 seeds met provider errors"
+    );
+    // A seeded-fault trace replays byte for byte: the header carries the switch.
+    let t = TempDir::new("faults-replay");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            "scenarios/two-call-cycle.toml",
+            "--seed",
+            "4",
+            "--seeded-faults",
+            "--out",
+            t.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    // (Exit 1: the scenario's expected halt does not come when the provider gives out.)
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    let trace = t.join("trace.jsonl");
+    let summary = std::fs::read_to_string(t.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("--seed 4 --seeded-faults"),
+        "the rerun line: {summary}"
+    );
+    let o = loopsim_in(&root(), &["replay", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert!(output_text(&o).contains("identical"));
+}

@@ -52,6 +52,10 @@ pub enum Command {
         /// broken one fails the run with its event (exit 1).
         #[arg(long)]
         check_invariants: bool,
+        /// The seed also draws provider faults (429, 500) for models without their own, as
+        /// `loopsim explore --faults` does for each seed.
+        #[arg(long)]
+        seeded_faults: bool,
         /// Print the summary as text or JSON.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -215,6 +219,10 @@ pub enum Command {
         /// Also report seeds whose run fails the scenario's [expect] block.
         #[arg(long)]
         expectations: bool,
+        /// Each seed also draws which provider fault sites are on: for each model without
+        /// faults of its own, rate limits and server errors at a drawn rate, or none.
+        #[arg(long)]
+        faults: bool,
         /// Reduce each scenario's first failing run to a smaller scenario that fails the same
         /// way, written next to it as STEM.shrunk-seedN.toml.
         #[arg(long)]

@@ -17,6 +17,7 @@ pub struct Args<'a> {
     pub paths: &'a [PathBuf],
     pub seeds: &'a str,
     pub expectations: bool,
+    pub faults: bool,
     pub shrink: bool,
     pub config: Option<&'a Path>,
     pub suite: Option<&'a Path>,
@@ -28,6 +29,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
     let scenarios = inputs::scenarios(a.paths, a.suite)?;
     let opts = ExploreOptions {
         expectations: a.expectations,
+        faults: a.faults,
         config: inputs::user_config(a.config)?,
         wrong_port: inputs::wrong_port()?,
     };

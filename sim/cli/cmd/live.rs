@@ -247,6 +247,7 @@ pub fn live(
         config_file: args.config.as_ref().map(|c| c.display().to_string()),
         config_text: r.config_text.clone(),
         scenario_text: Some(r.sc.text.to_string()),
+        faults: None,
     };
     let mut trace_text = serde_json::to_string(&header)?;
     trace_text.push('\n');

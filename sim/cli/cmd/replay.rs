@@ -126,6 +126,13 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         wrong_port: None,
         guard_log: None,
         invariants: Default::default(),
+        seeded_faults: match h.faults.as_deref() {
+            None => false,
+            Some("seeded") => true,
+            Some(other) => bail!(
+                "{shown}:1: header field `faults`: unknown value `{other}` (expected `seeded`)"
+            ),
+        },
     };
     if !engine.is_set() {
         let (_, bytes) = run_to_memory(&sc, &base)?;

@@ -27,6 +27,7 @@ pub struct Args<'a> {
     pub schedule: Schedule,
     pub check: bool,
     pub check_invariants: bool,
+    pub seeded_faults: bool,
     pub format: Format,
     pub compare_profiles: &'a [ProfileName],
     pub compare_configs: &'a [PathBuf],
@@ -45,6 +46,9 @@ fn rerun_command(a: &Args<'_>, seed: u64) -> String {
     }
     if a.check_invariants {
         cmd += " --check-invariants";
+    }
+    if a.seeded_faults {
+        cmd += " --seeded-faults";
     }
     if !a.compare_profiles.is_empty() {
         let names: Vec<&str> = a.compare_profiles.iter().map(|p| p.as_str()).collect();
@@ -108,6 +112,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
     if a.check_invariants {
         opts.invariants = loopsim_world::sim::InvariantChecks::Always;
     }
+    opts.seeded_faults = a.seeded_faults;
     opts.order = match a.schedule {
         Schedule::Fifo => Order::Fifo,
         Schedule::Shuffle => Order::Shuffle,

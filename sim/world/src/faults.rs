@@ -12,7 +12,40 @@ use rand::rngs::ChaCha8Rng;
 
 use crate::clock::Duration;
 use crate::rng::stream;
-use crate::scenario::ModelFaults;
+use crate::scenario::{ModelFaults, Scenario};
+
+/// The provider faults a seed switches on (`loopsim explore --faults`, `run --seeded-faults`),
+/// FoundationDB-style: for each model without faults of its own, the seed's stream
+/// `faults/NAME` turns the site on half the time, with a rate-limit probability of 0.02, 0.1
+/// or 0.3 (a `Retry-After` of 1 s half the time) and a server-error probability of 0, 0.02
+/// or 0.1.
+pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
+    use toml::Spanned;
+    let at = |x: f64| Spanned::new(0..0, x);
+    let mut sites = Vec::new();
+    for (name, m) in &sc.file.models {
+        if m.faults.is_some() {
+            continue;
+        }
+        let mut rng = stream(seed, &format!("faults/{name}"));
+        if rng.random::<f64>() >= 0.5 {
+            continue;
+        }
+        let rate_limit = [0.02, 0.1, 0.3][rng.random_range(0..3)];
+        let server_error = [0.0, 0.02, 0.1][rng.random_range(0..3)];
+        let retry_after = rng.random::<bool>().then(|| at(1.0));
+        sites.push((
+            name.clone(),
+            ModelFaults {
+                rate_limit: at(rate_limit),
+                retry_after_s: retry_after,
+                server_error: at(server_error),
+                latency_s: None,
+            },
+        ));
+    }
+    sites
+}
 
 /// One failed attempt of a model call.
 #[derive(Clone, Copy, Debug, PartialEq)]

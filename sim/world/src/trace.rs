@@ -40,6 +40,9 @@ pub struct Header {
     /// The scenario file's text (version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario_text: Option<String>,
+    /// `seeded` when the seed also drew provider faults (`--seeded-faults`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<String>,
 }
 
 /// One thing that happened. Fields not relevant to a kind are left out.

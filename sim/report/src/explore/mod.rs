@@ -50,6 +50,9 @@ pub mod shrink;
 pub struct ExploreOptions {
     /// Also report seeds whose run fails the scenario's `[expect]` block (its own profile).
     pub expectations: bool,
+    /// Each seed also draws provider faults for models without their own
+    /// ([`loopsim_world::faults::seeded_sites`]).
+    pub faults: bool,
     /// A user's config.yaml laid over every scenario.
     pub config: Option<Arc<UserConfig>>,
     /// A deliberately wrong port (the tests' `LOOPSIM_TEST_WRONG_PORT`).
@@ -133,6 +136,7 @@ pub fn run_options(seed: u64, opts: &ExploreOptions) -> RunOptions {
         config: opts.config.clone(),
         wrong_port: opts.wrong_port,
         invariants: InvariantChecks::Always,
+        seeded_faults: opts.faults,
         ..RunOptions::default()
     }
 }
@@ -187,6 +191,9 @@ pub fn rerun_command(path: &str, seed: u64, opts: &ExploreOptions) -> String {
         "loopsim run {} --seed {seed} --check-invariants",
         quote(path)
     );
+    if opts.faults {
+        cmd += " --seeded-faults";
+    }
     if let Some(c) = &opts.config {
         cmd += &format!(" --config {}", quote(&c.file));
     }

@@ -155,6 +155,8 @@ struct World<'s> {
     seed: u64,
     /// How the profile retries provider errors (faults need one).
     provider_retry: Option<loopsim_engine::retry::ProviderRetry>,
+    /// Faults the seed drew for models without their own (`RunOptions::seeded_faults`).
+    seeded_faults: Vec<(String, crate::scenario::ModelFaults)>,
     cfg: EngineConfig,
     child_cfg: EngineConfig,
     sched: Scheduler<Ev>,
@@ -234,6 +236,11 @@ impl<'s> World<'s> {
         };
         let mut w = World {
             provider_retry: loopsim_engine::profile::Profile::get(profile).provider_retry,
+            seeded_faults: if opts.seeded_faults {
+                crate::faults::seeded_sites(sc, seed)
+            } else {
+                Vec::new()
+            },
             checks: opts.invariants.enabled(),
             violation: None,
             wrong_port: opts.wrong_port,
@@ -285,6 +292,7 @@ impl<'s> World<'s> {
                 config_file: opts.config.as_ref().map(|u| u.file.clone()),
                 config_text: opts.config.as_ref().map(|u| u.text.clone()),
                 scenario_text: Some(sc.text.to_string()),
+                faults: opts.seeded_faults.then(|| "seeded".to_string()),
             };
             w.trace.line(&header);
         }

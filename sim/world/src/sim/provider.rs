@@ -17,11 +17,19 @@ impl<'s> World<'s> {
         tools: bool,
         delay: Duration,
     ) -> Result<Duration, Instant> {
-        let Some(faults) = self.agents[a].script.model().faults.as_ref() else {
-            return Ok(delay);
-        };
         let Some(policy) = self.provider_retry.filter(|_| tools) else {
             return Ok(delay);
+        };
+        let faults = match &self.agents[a].script.model().faults {
+            Some(f) => std::borrow::Cow::Borrowed(f),
+            None if self.seeded_faults.is_empty() => return Ok(delay),
+            None => {
+                let model = self.agents[a].spec.model.get_ref();
+                match self.seeded_faults.iter().find(|(m, _)| m == model) {
+                    Some((_, f)) => std::borrow::Cow::Owned(f.clone()),
+                    None => return Ok(delay),
+                }
+            }
         };
         let start = self.sched.now().0 + delay.0;
         let mut t = start;
@@ -31,7 +39,7 @@ impl<'s> World<'s> {
             let stream = ag
                 .faults
                 .get_or_insert_with(|| FaultStream::new(seed, &ag.name));
-            let Some(f) = stream.attempt(faults, &policy) else {
+            let Some(f) = stream.attempt(&faults, &policy) else {
                 return Ok(Duration(t - self.sched.now().0));
             };
             t += f.latency_us;

@@ -25,6 +25,9 @@ pub struct RunOptions {
     pub guard_log: Option<crate::guard_log::GuardLog>,
     /// Whether the run checks its invariants after every event.
     pub invariants: InvariantChecks,
+    /// The seed also draws provider faults for the models that have none
+    /// ([`crate::faults::seeded_sites`]; `loopsim explore --faults`).
+    pub seeded_faults: bool,
 }
 
 /// A deliberately wrong reading of the reference, switched on only by tests
