@@ -324,3 +324,54 @@ fn explore_draws_fault_sites_per_seed_and_its_rerun_line_and_replay_reproduce_th
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     assert!(output_text(&o).contains("identical"));
 }
+
+#[test]
+fn agent_api_max_retries_sets_the_attempts_as_hermes_reads_it() {
+    let t = TempDir::new("faults-retries");
+    let attempts = |yaml: &str| -> (usize, String) {
+        let cfg = t.join("config.yaml");
+        std::fs::write(&cfg, yaml).unwrap();
+        let evs = events(
+            "scenarios/live-provider-down.toml",
+            &["--config", cfg.to_str().unwrap()],
+        );
+        let errors = of_kind(&evs, "model_error");
+        let last = errors.last().unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (errors.len(), last)
+    };
+    assert_eq!(attempts("agent:\n  api_max_retries: 5\n").0, 5);
+    // Python's int(): a float is cut, 0 is raised to 1, a word falls back to 3.
+    assert_eq!(attempts("agent:\n  api_max_retries: 2.9\n").0, 2);
+    let (n, last) = attempts("agent:\n  api_max_retries: 0\n");
+    assert_eq!(
+        (n, last.as_str()),
+        (1, "server_error (HTTP 500), attempt 1 of 1")
+    );
+    assert_eq!(attempts("agent:\n  api_max_retries: many\n").0, 3);
+    // The real loop reads the same key from the same file.
+    let Some(py) = hermes_live_python_or_skip("api_max_retries live") else {
+        return;
+    };
+    let cfg = t.join("two.yaml");
+    std::fs::write(&cfg, "agent:\n  api_max_retries: 2\n").unwrap();
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            "scenarios/live-provider-down.toml",
+            "--live",
+            &format!("hermes={}", py.display()),
+            "--config",
+            cfg.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["identical"], true, "{v}");
+    assert_eq!(v["compared_events"]["live"], 4, "{v}");
+}

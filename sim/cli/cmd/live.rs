@@ -477,8 +477,10 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
         bail!(why);
     }
     let rules = loopsim_engine::profile::Profile::get(profile).guardrails;
+    let cfg = sc.engine_config_over(profile, None, None)?;
     let world = loopsim_live::world::LiveWorld::new(sc, seed.unwrap_or(sc.file.seed), &rules)
-        .for_runtime(profile.runtime());
+        .for_runtime(profile.runtime())
+        .with_provider_retry(cfg.provider_retry);
     let handle = loopsim_live::server::start(world, addr)?;
     say!(
         "serving {} on {} (models: {}); tools at http://{}/loopsim/v1/tool; Ctrl-C stops",

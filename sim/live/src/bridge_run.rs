@@ -219,17 +219,18 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
         return Err(LiveRunError::Unsupported(why));
     }
     let rules = loopsim_engine::profile::Profile::get(opts.profile).guardrails;
+    let cfg = sc
+        .engine_config_over(opts.profile, None, opts.config.as_deref())
+        .map_err(|e| LiveRunError::Unsupported(e.to_string()))?;
     let planning = if opts.runtime == Runtime::Smolagents {
-        let cfg = sc
-            .engine_config_over(opts.profile, None, opts.config.as_deref())
-            .map_err(|e| LiveRunError::Unsupported(e.to_string()))?;
         cfg.turn.planning_interval.map(|n| (n, cfg.max_iterations))
     } else {
         None
     };
     let world = LiveWorld::new(sc, opts.seed, &rules)
         .for_runtime(opts.runtime)
-        .with_planning(planning);
+        .with_planning(planning)
+        .with_provider_retry(cfg.provider_retry);
     let handle = server::start(world, "127.0.0.1:0".parse().expect("addr"))?;
     let dir = TempDir::new().map_err(LiveRunError::Temp)?;
     let script = dir.0.join("live.py");

@@ -51,8 +51,9 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Failure {
     pub fault: ProviderFault,
-    /// The attempt's number within its call (1-based).
+    /// The attempt's number within its call (1-based), and the attempts a call gets.
     pub attempt: u32,
+    pub attempts: u32,
     /// How long the error response took.
     pub latency_us: u64,
     /// The `Retry-After` the response carries (rate limits only).
@@ -63,13 +64,13 @@ pub struct Failure {
 
 impl Failure {
     /// The trace's detail line: `rate_limit (HTTP 429), attempt 1 of 3`.
-    pub fn detail(&self, policy: &ProviderRetry) -> String {
+    pub fn detail(&self) -> String {
         format!(
             "{} (HTTP {}), attempt {} of {}",
             self.fault,
             self.fault.status(),
             self.attempt,
-            policy.attempts
+            self.attempts
         )
     }
 }
@@ -123,6 +124,7 @@ impl FaultStream {
         Some(Failure {
             fault,
             attempt,
+            attempts: policy.attempts,
             latency_us,
             retry_after_s,
             then,
@@ -163,10 +165,7 @@ mod tests {
             panic!()
         };
         assert!((4_000_000..=6_000_000).contains(&us), "{us}");
-        assert_eq!(
-            steps[0].detail(&policy),
-            "server_error (HTTP 500), attempt 1 of 3"
-        );
+        assert_eq!(steps[0].detail(), "server_error (HTTP 500), attempt 1 of 3");
     }
 
     #[test]

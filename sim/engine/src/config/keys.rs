@@ -106,6 +106,7 @@ pub const SIMULATED: &[KeySpec] = &[
     key("agent", KeyKind::Section, ReadBy::All),
     key("agent.max_turns", KeyKind::TurnLimit, ReadBy::All),
     key("agent.stall_guards", KeyKind::Bool, ReadBy::StallGuards),
+    key("agent.api_max_retries", THRESHOLD, ReadBy::All),
     key("tool_loop_guardrails", KeyKind::Section, ReadBy::All),
     key(
         "tool_loop_guardrails.warnings_enabled",
@@ -222,7 +223,6 @@ pub const SIMULATED: &[KeySpec] = &[
 /// not simulate them (a user's file may set them freely; a scenario may not).
 pub const HERMES_ONLY: &[&str] = &[
     "agent.agent_cache",
-    "agent.api_max_retries",
     "agent.auto_recovery_cycles",
     "agent.bot_mode_protocol",
     "agent.build_wait_timeout",

@@ -78,6 +78,9 @@ pub struct EngineConfig {
     pub stuck: Option<crate::stuck::StuckThresholds>,
     /// Opt-in call limits (Pydantic AI's token and tool-call limits, LangChain's middleware).
     pub limits: crate::limits::CallLimits,
+    /// How the runtime retries provider errors (`agent.api_max_retries` sets the attempts);
+    /// `None` for a runtime whose retries loopsim has not proved.
+    pub provider_retry: Option<crate::retry::ProviderRetry>,
     pub notes: Vec<ConfigNote>,
 }
 
@@ -115,6 +118,7 @@ impl EngineConfig {
             observation: p.observation,
             stuck: p.stuck_detection,
             limits: crate::limits::CallLimits::default(),
+            provider_retry: p.provider_retry,
             notes: Vec::new(),
         };
         c.apply_platform();
@@ -176,6 +180,14 @@ impl EngineConfig {
             self.turn.refund_extends_call_cap,
         ] {
             b.push(f as u8);
+        }
+        if let Some(r) = self.provider_retry
+            && r.attempts != crate::retry::ProviderRetry::HERMES.attempts
+        {
+            // Only a changed attempt count is hashed, so configs that leave it alone keep
+            // the fingerprints they had before it was read.
+            b.extend_from_slice(b"api_max_retries");
+            b.extend_from_slice(&r.attempts.to_le_bytes());
         }
         if let Some(cap) = self.cap_setting {
             // Another runtime's cap as set, and what reaching it does: LangGraph's limits 23

@@ -41,6 +41,9 @@ impl EngineConfig {
             let on = self.as_bool(n, "agent.stall_guards", true);
             self.rules.stall_guards &= on;
         }
+        if let Some(n) = agent.and_then(|a| a.get("api_max_retries")) {
+            self.read_api_max_retries(n);
+        }
         if let Some(g) = self.section(root, "tool_loop_guardrails") {
             self.read_guardrails(g);
         }
@@ -303,6 +306,27 @@ impl EngineConfig {
             }
         }
         self.guardrails = c;
+    }
+
+    /// Hermes's `int(value)`, at least 1 (one attempt, no retry); anything `int()` refuses,
+    /// null included, means the default 3.
+    fn read_api_max_retries(&mut self, n: &Node) {
+        let key = "agent.api_max_retries";
+        let Some(mut retry) = self.provider_retry else {
+            return;
+        };
+        retry.attempts = match py_int(&n.value) {
+            Some(i) if i < 1 => {
+                self.note(n, key, format!("{i} is raised to 1 (a single attempt)"));
+                1
+            }
+            Some(i) => i.min(u32::MAX as i128) as u32,
+            None => {
+                self.note(n, key, "not an integer: default 3");
+                crate::retry::ProviderRetry::HERMES.attempts
+            }
+        };
+        self.provider_retry = Some(retry);
     }
 
     fn read_delegation(&mut self, d: &Node) {

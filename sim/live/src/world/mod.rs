@@ -76,7 +76,7 @@ pub enum LiveError {
         issued: String,
     },
     /// Not a refusal: the scenario's provider fails this attempt ([`loopsim_world::faults`]).
-    #[error("{}", .0.detail(&ProviderRetry::HERMES))]
+    #[error("{}", .0.detail())]
     Provider(Failure),
     #[error("{0}")]
     Unsupported(String),
@@ -160,6 +160,8 @@ pub struct LiveWorld {
     runtime: Runtime,
     /// smolagents' planning: `(planning_interval, max_steps)`.
     planning: Option<(u64, u64)>,
+    /// How the runtime retries provider errors (Hermes's, with the config's attempts).
+    provider_retry: ProviderRetry,
 }
 
 impl LiveWorld {
@@ -184,6 +186,7 @@ impl LiveWorld {
             background_of: HashMap::new(),
             runtime: Runtime::Hermes,
             planning: None,
+            provider_retry: ProviderRetry::HERMES,
         };
         w.add_agent("parent", "parent", 0);
         w
@@ -194,6 +197,14 @@ impl LiveWorld {
     /// answers by calling its `final_answer` tool (see [`crate::smolagents`]).
     pub fn for_runtime(mut self, runtime: Runtime) -> Self {
         self.runtime = runtime;
+        self
+    }
+
+    /// The runtime retries provider errors so (Hermes with `agent.api_max_retries` set).
+    pub fn with_provider_retry(mut self, retry: Option<ProviderRetry>) -> Self {
+        if let Some(r) = retry {
+            self.provider_retry = r;
+        }
         self
     }
 
@@ -377,7 +388,7 @@ impl LiveWorld {
             return Ok(());
         };
         let policy = match self.runtime {
-            Runtime::Hermes => ProviderRetry::HERMES,
+            Runtime::Hermes => self.provider_retry,
             other => {
                 return Err(LiveError::Unsupported(format!(
                     "the scenario's model has provider faults, whose retries loopsim has proved \
@@ -399,7 +410,7 @@ impl LiveWorld {
         let mut e = self.event(a, "model_error");
         e.call = Some(self.agents[a].calls + 1);
         e.latency_us = Some(f.latency_us);
-        e.detail = Some(f.detail(&policy));
+        e.detail = Some(f.detail());
         self.events.push(e);
         if let RetryStep::Wait { us } = f.then {
             self.agents[a].clock_us += us;

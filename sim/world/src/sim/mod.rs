@@ -153,8 +153,6 @@ pub fn run(
 struct World<'s> {
     sc: &'s Scenario,
     seed: u64,
-    /// How the profile retries provider errors (faults need one).
-    provider_retry: Option<loopsim_engine::retry::ProviderRetry>,
     /// Faults the seed drew for models without their own (`RunOptions::seeded_faults`).
     seeded_faults: Vec<(String, crate::scenario::ModelFaults)>,
     cfg: EngineConfig,
@@ -235,7 +233,6 @@ impl<'s> World<'s> {
             }
         };
         let mut w = World {
-            provider_retry: loopsim_engine::profile::Profile::get(profile).provider_retry,
             seeded_faults: if opts.seeded_faults {
                 crate::faults::seeded_sites(sc, seed)
             } else {

@@ -17,7 +17,7 @@ impl<'s> World<'s> {
         tools: bool,
         delay: Duration,
     ) -> Result<Duration, Instant> {
-        let Some(policy) = self.provider_retry.filter(|_| tools) else {
+        let Some(policy) = self.agents[a].cfg.provider_retry.filter(|_| tools) else {
             return Ok(delay);
         };
         let faults = match &self.agents[a].script.model().faults {
@@ -49,7 +49,7 @@ impl<'s> World<'s> {
                 e.t_us = t;
                 e.call = Some(self.agents[a].calls + 1);
                 e.latency_us = Some(f.latency_us);
-                e.detail = Some(f.detail(&policy));
+                e.detail = Some(f.detail());
                 self.trace.line(&e);
             }
             let wait = match f.then {
