@@ -9,7 +9,10 @@ use serde_json::Value;
 
 /// Runs a scenario (from the repository root) and returns its trace's events.
 fn events(scenario: &str, extra: &[&str]) -> Vec<Value> {
-    let t = TempDir::new(&format!("faults-{}", scenario.replace('/', "-")));
+    // Tests run side by side in one process: each run gets a folder of its own.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = TempDir::new(&format!("faults-{n}"));
     let mut args = vec!["run", scenario, "--out", t.to_str().unwrap(), "-q"];
     args.extend_from_slice(extra);
     let o = loopsim_in(&root(), &args);

@@ -391,6 +391,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 32);
+        assert_eq!(ExitReason::FORMS.len(), 33);
     }
 }
