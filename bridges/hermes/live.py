@@ -268,6 +268,10 @@ def run_conversation(self, user_message, *args, **kwargs):
         # Hermes returns a call that gave up on provider errors without an exit reason;
         # loopsim names it by the classified reason Hermes does return.
         detail = f"api_call_failed({result['failure_reason']})"
+    if not detail and str((result or {}).get("error") or "").startswith(
+            "Model generated invalid tool call"):
+        # Nor does it name one for a turn it gives up after replies of unknown tools only.
+        detail = "invalid_tool_call"
     report("turn_end", name,
            detail=detail or "unknown",
            budget_used=getattr(budget, "used", None),

@@ -17,6 +17,7 @@ pub const COMPARED_KINDS: &[&str] = &[
     "model_call",
     "model_error",
     "tool_call",
+    "tool_error",
     "approval_call",
     "decision",
     "notice",

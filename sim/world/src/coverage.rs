@@ -63,6 +63,8 @@ pub enum Mark {
     Fault(ProviderFault),
     /// The runtime waited and sent a failed model request again.
     ProviderRetry,
+    /// A reply called only tools that do not exist.
+    UnknownTool,
 }
 
 /// Every decision code but `allow`, which decides nothing worth counting.
@@ -75,7 +77,7 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 14] = [
+const SINGLES: [Mark; 15] = [
     Mark::StrategyHint,
     Mark::ChildTimeout,
     Mark::UserStop,
@@ -90,6 +92,7 @@ const SINGLES: [Mark; 14] = [
     Mark::Fault(ProviderFault::RateLimit),
     Mark::Fault(ProviderFault::ServerError),
     Mark::ProviderRetry,
+    Mark::UnknownTool,
 ];
 
 /// How many marks there are.
@@ -192,6 +195,7 @@ impl Mark {
             Mark::DuplicateCallDropped => "duplicate_call_dropped".into(),
             Mark::Fault(f) => format!("fault.{f}"),
             Mark::ProviderRetry => "fault.retry".into(),
+            Mark::UnknownTool => "fault.unknown_tool".into(),
         }
     }
 

@@ -14,6 +14,39 @@ use crate::clock::Duration;
 use crate::rng::stream;
 use crate::scenario::{ModelFaults, Scenario};
 
+/// The tool a reply with the `unknown_tool` fault calls: no runtime has it, and Hermes's
+/// repair (case, separators, a `tool` suffix, a close match) finds none of its own tools in it.
+pub const UNKNOWN_TOOL: &str = "hallucinated_call";
+
+/// The trace's detail of the error result a runtime sends back for a call of an unknown tool
+/// (`tool_error` events; the live world writes it when the result says so).
+pub const UNKNOWN_TOOL_ERROR: &str = "no such tool";
+
+/// Whether Hermes could repair [`UNKNOWN_TOOL`] to `tool`: the same name once lowered, or
+/// similar enough that its close-match search (difflib, cutoff 0.7) might pick it. The
+/// letters the two names share bound difflib's ratio from above, so below the cutoff here
+/// means below it there.
+pub fn close_to_unknown_tool(tool: &str) -> bool {
+    let ours = UNKNOWN_TOOL;
+    let theirs = tool.to_lowercase().replace(['-', ' '], "_");
+    if theirs == ours {
+        return true;
+    }
+    let mut counts = std::collections::HashMap::new();
+    for c in ours.chars() {
+        *counts.entry(c).or_insert(0i64) += 1;
+    }
+    let mut shared = 0u32;
+    for c in theirs.chars() {
+        if let Some(n) = counts.get_mut(&c).filter(|n| **n > 0) {
+            *n -= 1;
+            shared += 1;
+        }
+    }
+    let total = ours.chars().count() + theirs.chars().count();
+    2.0 * f64::from(shared) >= 0.7 * total as f64
+}
+
 /// The provider faults a seed switches on (`loopsim explore --faults`, `run --seeded-faults`),
 /// FoundationDB-style: for each model without faults of its own, the seed's stream
 /// `faults/NAME` turns the site on half the time, with a rate-limit probability of 0.02, 0.1
@@ -41,6 +74,7 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
                 retry_after_s: retry_after,
                 server_error: at(server_error),
                 latency_s: None,
+                unknown_tool: at(0.0),
             },
         ));
     }
@@ -143,6 +177,7 @@ mod tests {
             retry_after_s: Some(Spanned::new(0..0, 1.5)),
             server_error: Spanned::new(0..0, server_error),
             latency_s: None,
+            unknown_tool: Spanned::new(0..0, 0.0),
         }
     }
 
@@ -181,6 +216,27 @@ mod tests {
             s.attempt(&faults(0.0, 0.0), &ProviderRetry::HERMES)
                 .is_none()
         }));
+    }
+
+    #[test]
+    fn the_made_up_tool_is_far_from_hermes_s_tools_and_close_to_itself() {
+        for t in [
+            "read_file",
+            "terminal",
+            "execute_code",
+            "web_search",
+            "delegate_task",
+        ] {
+            assert!(!close_to_unknown_tool(t), "{t}");
+        }
+        for t in [
+            "hallucinated_call",
+            "Hallucinated-Call",
+            "hallucinate_call",
+            "hallucinated",
+        ] {
+            assert!(close_to_unknown_tool(t), "{t}");
+        }
     }
 
     #[test]

@@ -129,6 +129,10 @@ pub enum ExitReason {
     /// returned the turn as failed without naming an exit reason; loopsim names it by the
     /// error's classified reason (the returned `failure_reason`).
     ApiCallFailed(ProviderFault),
+    /// Hermes ended the turn after replies in a row that called only tools that do not
+    /// exist ([`super::invalid_calls`]), returning it as partial without naming an exit
+    /// reason; loopsim names it.
+    InvalidToolCall,
 }
 
 fn cut80(s: &str) -> &str {
@@ -177,6 +181,7 @@ impl fmt::Display for ExitReason {
             ToolCallLimitReached => f.write_str("tool_call_limit_reached"),
             MaxTurnsHandled => f.write_str("max_turns_handled"),
             ApiCallFailed(e) => write!(f, "api_call_failed({e})"),
+            InvalidToolCall => f.write_str("invalid_tool_call"),
         }
     }
 }
@@ -184,7 +189,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 33] = [
+    pub const FORMS: [&'static str; 34] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -218,6 +223,7 @@ impl ExitReason {
         "tool_call_limit_reached",
         "max_turns_handled",
         "api_call_failed(REASON)",
+        "invalid_tool_call",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -290,6 +296,7 @@ impl ExitReason {
             ModelCallLimitReached,
             ToolCallLimitReached,
             MaxTurnsHandled,
+            InvalidToolCall,
         ];
         plain.into_iter().find(|r| r.to_string() == s)
     }
@@ -371,6 +378,7 @@ mod tests {
             ExitReason::Raised(LimitError::MaxTurnsExceeded),
             ExitReason::MaxStepsError,
             ExitReason::ApiCallFailed(ProviderFault::RateLimit),
+            ExitReason::InvalidToolCall,
             ExitReason::TokenBudgetExhausted,
             ExitReason::ConversationStuck,
             ExitReason::ConversationMaxIterations,
@@ -391,6 +399,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 33);
+        assert_eq!(ExitReason::FORMS.len(), 34);
     }
 }

@@ -18,7 +18,7 @@ use loopsim_engine::json::{self, Value};
 use loopsim_engine::profile::Runtime;
 use loopsim_engine::retry::{ProviderRetry, RetryStep};
 use loopsim_world::clock::Duration;
-use loopsim_world::faults::{Failure, FaultStream};
+use loopsim_world::faults::{Failure, FaultStream, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR};
 use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
     ArgsCache, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
@@ -42,9 +42,6 @@ pub const OLLAMA_SMALL_NUM_CTX: u64 = 2048;
 
 /// What the text of a later user turn carries (`loopsim live` writes it).
 pub const USER_TURN_MARK: &str = ", user turn ";
-
-/// The detail of a model call whose reply was empty.
-pub const EMPTY_REPLY: &str = "empty reply";
 
 /// What every task loopsim writes carries (the first user message and each later one).
 pub const TASK_MARK: &str = "(loopsim scenario ";
@@ -118,6 +115,9 @@ struct LiveAgent {
     run_steps: u64,
     /// Its provider errors (made on its first request to a model with faults).
     faults: Option<FaultStream>,
+    /// Tool call ids of the last reply when it called only unknown tools: the next request
+    /// carries the runtime's error results for them, if it sent any.
+    unknown_round: Vec<String>,
 }
 
 /// Where an agent's background children stand at its virtual time.
@@ -239,6 +239,7 @@ impl LiveWorld {
             interrupted: false,
             run_steps: 0,
             faults: None,
+            unknown_round: Vec::new(),
         });
         self.by_name.insert(name.to_string(), id);
         id
@@ -303,6 +304,7 @@ impl LiveWorld {
             });
         }
         let a = self.agent_of(req)?;
+        self.unknown_tool_errors(a, req);
         let planning = !req.tools && self.is_planning(a);
         if !req.tools && !planning {
             // The summary call: its prompt is the runtime's, not a user's turn.
@@ -416,6 +418,32 @@ impl LiveWorld {
             self.agents[a].clock_us += us;
         }
         Err(LiveError::Provider(f))
+    }
+
+    /// The runtime's error results for the last reply's calls of unknown tools, one
+    /// `tool_error` event each (Hermes sends none when it gives up on the turn instead).
+    fn unknown_tool_errors(&mut self, a: usize, req: &ChatRequest) {
+        let ids = std::mem::take(&mut self.agents[a].unknown_round);
+        let expected = format!("Tool '{UNKNOWN_TOOL}' does not exist");
+        for id in ids {
+            let Some(m) = req
+                .messages
+                .iter()
+                .find(|m| m.role == "tool" && m.tool_call_id.as_deref() == Some(id.as_str()))
+            else {
+                continue;
+            };
+            let mut e = self.event(a, "tool_error");
+            e.call = Some(self.agents[a].calls);
+            e.tool = Some(UNKNOWN_TOOL.into());
+            e.detail = Some(if m.content.starts_with(&expected) {
+                UNKNOWN_TOOL_ERROR.into()
+            } else {
+                // Not the error loopsim expects: the comparison shows what came back.
+                m.content.chars().take(80).collect()
+            });
+            self.events.push(e);
+        }
     }
 
     /// The tool results of the last reply came back: the model reads them and moves on.
@@ -558,13 +586,33 @@ impl LiveWorld {
         e.cache_write_tokens = (call.cache_write_tokens > 0).then_some(call.cache_write_tokens);
         e.output_tokens = Some(call.output_tokens);
         e.latency_us = Some(call.latency.0);
-        e.detail = matches!(call.reply, Reply::Empty).then(|| EMPTY_REPLY.to_string());
+        e.detail = call.reply.detail().map(str::to_string);
         self.events.push(e);
         self.agents[a].clock_us += call.latency.0;
         let mut tool_calls = Vec::new();
         let mut content = String::new();
         match call.reply {
             Reply::Empty => {}
+            Reply::UnknownTool { calls } => {
+                for i in 0..calls as usize {
+                    let id = self.call_id(a, n, i);
+                    tool_calls.push(ToolCall {
+                        id: id.clone(),
+                        name: UNKNOWN_TOOL.into(),
+                        arguments: "{}".into(),
+                    });
+                    self.agents[a].unknown_round.push(id);
+                }
+                // Nothing of it runs: no round waits for results.
+                self.agents[a].round.clear();
+                return Ok(ChatReply {
+                    content: String::new(),
+                    tool_calls,
+                    prompt_tokens: call.input_tokens,
+                    cached_tokens: call.cache_read_tokens,
+                    completion_tokens: call.output_tokens,
+                });
+            }
             Reply::Answer | Reply::ContextTooSmall => {
                 content = call
                     .step

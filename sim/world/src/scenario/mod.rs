@@ -208,6 +208,10 @@ pub struct ModelFaults {
     pub server_error: Spanned<f64>,
     /// How long an error response takes to come back (default 0).
     pub latency_s: Option<Spanned<Dist>>,
+    /// A reply with tool calls names a tool that does not exist instead, every call of it
+    /// ([`crate::faults::UNKNOWN_TOOL`]), drawn per reply.
+    #[serde(default = "zero")]
+    pub unknown_tool: Spanned<f64>,
 }
 
 /// A fake tool.

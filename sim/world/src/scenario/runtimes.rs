@@ -53,6 +53,18 @@ impl Scenario {
                 "models.{name}.faults draws provider errors (Hermes's retries)"
             ));
         }
+        if p.turn.invalid_tool_strikes.is_none()
+            && let Some((name, _)) = f.models.iter().find(|(_, m)| {
+                m.faults
+                    .as_ref()
+                    .is_some_and(|f| *f.unknown_tool.get_ref() > 0.0)
+            })
+        {
+            return why(&format!(
+                "models.{name}.faults.unknown_tool calls tools that do not exist (Hermes's \
+                 error results and three strikes)"
+            ));
+        }
         if p.runtime == Runtime::Hermes {
             return None;
         }

@@ -63,6 +63,22 @@ impl Scenario {
                 if let Some(d) = &faults.latency_s {
                     dist(d, &key("latency_s"))?;
                 }
+                prob(&faults.unknown_tool, &key("unknown_tool"))?;
+                if *faults.unknown_tool.get_ref() > 0.0
+                    && let Some(t) = f
+                        .tools
+                        .keys()
+                        .find(|t| crate::faults::close_to_unknown_tool(t))
+                {
+                    return l.err(
+                        &key("unknown_tool"),
+                        format!(
+                            "the made-up tool name `{}` is too close to tool `{t}`: Hermes would \
+                             repair it to that tool",
+                            crate::faults::UNKNOWN_TOOL
+                        ),
+                    );
+                }
             }
             if let Some(w) = &m.context_window {
                 let w = *w.get_ref();

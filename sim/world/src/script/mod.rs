@@ -93,12 +93,26 @@ pub enum Reply<'s> {
     /// No text and no tool calls (the model's `empty_reply_probability`): the runtime's
     /// empty-reply recovery decides what happens next.
     Empty,
+    /// Tool calls, every one naming a tool that does not exist
+    /// ([`crate::faults::UNKNOWN_TOOL`]; the model's `faults.unknown_tool`): `calls` of them.
+    UnknownTool { calls: u32 },
     /// The local runtime's context window is too small: no request is sent.
     ContextTooSmall,
     /// Tool calls in one reply.
     Calls(&'s [CallSpec]),
     /// One `delegate_task` call for `tasks` children running `agent`'s script.
     Delegate { agent: &'s str, tasks: u32 },
+}
+
+impl Reply<'_> {
+    /// What a trace's `model_call` says of a reply that is not what the script asked for.
+    pub fn detail(&self) -> Option<&'static str> {
+        match self {
+            Reply::Empty => Some("empty reply"),
+            Reply::UnknownTool { .. } => Some("unknown tool"),
+            _ => None,
+        }
+    }
 }
 
 /// One model call: the reply and its figures.
@@ -396,6 +410,31 @@ impl<'s> ScriptedAgent<'s> {
             };
         }
         let output = out_dist.sample(&mut self.rng).round() as u64;
+        let unknown = model
+            .faults
+            .as_ref()
+            .map_or(0.0, |f| *f.unknown_tool.get_ref());
+        // Drawn only where the fault is on, so every other scenario keeps its draws.
+        if unknown > 0.0 && self.rng.random::<f64>() < unknown {
+            let calls = match reply {
+                Reply::Calls(c) => Some(c.len() as u32),
+                Reply::Delegate { .. } => Some(1),
+                _ => None,
+            };
+            if let Some(calls) = calls {
+                // The model will try the same step again.
+                self.reply_step = None;
+                self.context += output;
+                return ModelCall {
+                    reply: Reply::UnknownTool { calls },
+                    latency,
+                    input_tokens: input,
+                    cache_read_tokens: cache,
+                    output_tokens: output,
+                    ..none
+                };
+            }
+        }
         let mut cache_write = 0;
         // A recorded call keeps its own figures.
         if let Some(s) = step {

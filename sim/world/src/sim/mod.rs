@@ -595,7 +595,7 @@ impl<'s> World<'s> {
                     e.output_tokens = Some(call.output_tokens);
                     e.latency_us = Some(latency.0);
                     e.budget_used = Some(used);
-                    e.detail = matches!(call.reply, Reply::Empty).then(|| "empty reply".into());
+                    e.detail = call.reply.detail().map(str::to_string);
                     self.trace.line(&e);
                 }
                 self.sched

@@ -1,11 +1,13 @@
 //! A model call's attempts against a provider that fails some of them
 //! ([`crate::faults`]): each failed attempt is traced, the runtime's waits move the request
-//! later, and a call that gives up fails its turn when the last error is back.
+//! later, and a call that gives up fails its turn when the last error is back. And replies
+//! that call tools the runtime does not have.
 
 use loopsim_engine::retry::RetryStep;
+use loopsim_engine::turn::invalid_calls::UnknownTool;
 
 use super::*;
-use crate::faults::FaultStream;
+use crate::faults::{FaultStream, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR};
 
 impl<'s> World<'s> {
     /// The delay before agent `a`'s request goes out, `delay` plus its failed attempts and
@@ -73,5 +75,30 @@ impl<'s> World<'s> {
                 }
             }
         }
+    }
+}
+
+impl<'s> World<'s> {
+    /// The reply's `calls` calls all name a tool that does not exist: Hermes sends an error
+    /// result for each and goes on (the next call is an iteration), or, at its last strike,
+    /// ends the turn.
+    pub(super) fn unknown_tool_reply(&mut self, a: AgentId, calls: u32) {
+        self.coverage.hit(Mark::UnknownTool);
+        let what = self.agents[a].gov.unknown_tool_reply();
+        if what == UnknownTool::GiveUp {
+            return self.end_turn(a);
+        }
+        if self.trace.enabled() {
+            for _ in 0..calls {
+                let mut e = self.event(a, "tool_error");
+                e.call = Some(self.agents[a].calls);
+                e.tool = Some(UNKNOWN_TOOL.into());
+                e.detail = Some(UNKNOWN_TOOL_ERROR.into());
+                self.trace.line(&e);
+            }
+        }
+        // The reply and its error results join the conversation.
+        self.agents[a].since_tool = Some(0);
+        self.sched.at(self.sched.now(), Ev::Wake(a));
     }
 }

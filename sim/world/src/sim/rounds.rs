@@ -53,6 +53,7 @@ impl<'s> World<'s> {
                     EmptyReply::Exhausted => self.end_turn(a),
                 }
             }
+            Reply::UnknownTool { calls } => self.unknown_tool_reply(a, calls),
             Reply::ContextTooSmall => unreachable!("handled before the call"),
             Reply::Calls(_) | Reply::Delegate { .. } => {
                 let ag = &mut self.agents[a];
@@ -137,7 +138,7 @@ impl<'s> World<'s> {
         let calls: &[CallSpec] = match plan {
             Reply::Calls(c) => c,
             Reply::Delegate { .. } => &[],
-            Reply::Answer | Reply::Empty | Reply::ContextTooSmall => {
+            Reply::Answer | Reply::Empty | Reply::ContextTooSmall | Reply::UnknownTool { .. } => {
                 unreachable!("no tool round")
             }
         };
