@@ -156,6 +156,14 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-tool-timeouts.toml"),
     ),
     (
+        "live-unknown-tool-strikes",
+        include_str!("../../scenarios/live-unknown-tool-strikes.toml"),
+    ),
+    (
+        "live-unknown-tools",
+        include_str!("../../scenarios/live-unknown-tools.toml"),
+    ),
+    (
         "live-until-children",
         include_str!("../../scenarios/live-until-children.toml"),
     ),

@@ -47,11 +47,12 @@ pub fn close_to_unknown_tool(tool: &str) -> bool {
     2.0 * f64::from(shared) >= 0.7 * total as f64
 }
 
-/// The provider faults a seed switches on (`loopsim explore --faults`, `run --seeded-faults`),
+/// The model faults a seed switches on (`loopsim explore --faults`, `run --seeded-faults`),
 /// FoundationDB-style: for each model without faults of its own, the seed's stream
 /// `faults/NAME` turns the site on half the time, with a rate-limit probability of 0.02, 0.1
-/// or 0.3 (a `Retry-After` of 1 s half the time) and a server-error probability of 0, 0.02
-/// or 0.1.
+/// or 0.3 (a `Retry-After` of 1 s half the time), a server-error probability of 0, 0.02
+/// or 0.1, and an unknown-tool probability of 0, 0.05 or 0.2 (0 where a tool of the scenario
+/// is close to the made-up name).
 pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
     use toml::Spanned;
     let at = |x: f64| Spanned::new(0..0, x);
@@ -67,6 +68,11 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
         let rate_limit = [0.02, 0.1, 0.3][rng.random_range(0..3)];
         let server_error = [0.0, 0.02, 0.1][rng.random_range(0..3)];
         let retry_after = rng.random::<bool>().then(|| at(1.0));
+        // Drawn last, so the provider sites stay those of seeds drawn before it existed.
+        let mut unknown_tool = [0.0, 0.05, 0.2][rng.random_range(0..3)];
+        if sc.file.tools.keys().any(|t| close_to_unknown_tool(t)) {
+            unknown_tool = 0.0;
+        }
         sites.push((
             name.clone(),
             ModelFaults {
@@ -74,7 +80,7 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
                 retry_after_s: retry_after,
                 server_error: at(server_error),
                 latency_s: None,
-                unknown_tool: at(0.0),
+                unknown_tool: at(unknown_tool),
             },
         ));
     }

@@ -168,6 +168,8 @@ pub struct ScriptedAgent<'s> {
     /// The runtime compresses a context that nears the window (Hermes); another one sends it
     /// until it no longer fits.
     compresses: bool,
+    /// The chance that a reply with tool calls names an unknown tool instead.
+    unknown_tool: f64,
 }
 
 impl<'s> ScriptedAgent<'s> {
@@ -194,7 +196,18 @@ impl<'s> ScriptedAgent<'s> {
             delegated: 0,
             observation: ObservationRules::NONE,
             compresses: true,
+            unknown_tool: file.models[spec.model.get_ref()]
+                .faults
+                .as_ref()
+                .map_or(0.0, |f| *f.unknown_tool.get_ref()),
         }
+    }
+
+    /// The agent with another chance per reply of calling an unknown tool (a fault site a
+    /// seed switched on: `loopsim explore --faults`).
+    pub fn with_unknown_tool(mut self, probability: f64) -> Self {
+        self.unknown_tool = probability;
+        self
     }
 
     /// The agent under a runtime without Hermes's context compression.
@@ -410,10 +423,7 @@ impl<'s> ScriptedAgent<'s> {
             };
         }
         let output = out_dist.sample(&mut self.rng).round() as u64;
-        let unknown = model
-            .faults
-            .as_ref()
-            .map_or(0.0, |f| *f.unknown_tool.get_ref());
+        let unknown = self.unknown_tool;
         // Drawn only where the fault is on, so every other scenario keeps its draws.
         if unknown > 0.0 && self.rng.random::<f64>() < unknown {
             let calls = match reply {

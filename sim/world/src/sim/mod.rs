@@ -333,8 +333,18 @@ impl<'s> World<'s> {
         let id = self.agents.len();
         self.agents.push(Agent {
             script: {
-                let s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
+                let mut s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
                     .with_observation_rules(cfg.observation);
+                // A seeded site, where the model has no faults of its own and the runtime's
+                // handling is proved.
+                if let Some((_, f)) = self
+                    .seeded_faults
+                    .iter()
+                    .find(|(m, _)| m == spec.model.get_ref())
+                    && cfg.turn.invalid_tool_strikes.is_some()
+                {
+                    s = s.with_unknown_tool(*f.unknown_tool.get_ref());
+                }
                 if hermes { s } else { s.without_compression() }
             },
             name,

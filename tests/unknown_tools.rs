@@ -1,0 +1,229 @@
+//! Replies that call a tool that does not exist: Hermes's error results and three strikes in
+//! the simulation, the scenario key checked, and the same replies through the real Hermes
+//! 0.19.0 loop (`loopsim diff --live`).
+
+mod common;
+
+use common::{TempDir, hermes_live_python_or_skip, loopsim_in, output_text, root};
+use serde_json::Value;
+
+/// Runs a scenario file and returns its trace's events.
+fn events(scenario: &std::path::Path, extra: &[&str]) -> Vec<Value> {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = TempDir::new(&format!("unknown-tools-{n}"));
+    let mut args = vec![
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        t.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let o = loopsim_in(&root(), &args);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        output_text(&o)
+    );
+    std::fs::read_to_string(t.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_kind<'a>(evs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    evs.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+fn scenario(name: &str) -> std::path::PathBuf {
+    root().join("scenarios").join(format!("{name}.toml"))
+}
+
+#[test]
+fn three_replies_of_unknown_tools_in_a_row_end_the_turn_without_a_summary() {
+    let evs = events(&scenario("live-unknown-tool-strikes"), &[]);
+    let calls = of_kind(&evs, "model_call");
+    assert_eq!(calls.len(), 3);
+    assert!(
+        calls.iter().all(|c| c["detail"] == "unknown tool"),
+        "{calls:?}"
+    );
+    // Error results go back after the first two replies only: the third ends the turn.
+    let errors = of_kind(&evs, "tool_error");
+    let at: Vec<u64> = errors.iter().map(|e| e["call"].as_u64().unwrap()).collect();
+    assert_eq!(at, [1, 2]);
+    assert!(errors.iter().all(|e| e["tool"] == "hallucinated_call"));
+    assert!(of_kind(&evs, "tool_call").is_empty(), "nothing ran");
+    assert!(of_kind(&evs, "summary_call").is_empty(), "no summary call");
+    let end = of_kind(&evs, "turn_end")[0];
+    assert_eq!(end["detail"], "invalid_tool_call");
+    assert_eq!(end["budget_used"], 3, "each reply is an iteration");
+}
+
+#[test]
+fn a_reply_of_real_tools_starts_the_count_over_and_every_step_still_runs() {
+    let evs = events(&scenario("live-unknown-tools"), &[]);
+    let calls = of_kind(&evs, "model_call");
+    let unknown: Vec<bool> = calls
+        .iter()
+        .map(|c| c["detail"] == "unknown tool")
+        .collect();
+    // This seed strikes twice in a row (the two-call first step, both times), never three.
+    assert!(unknown.windows(2).any(|w| w[0] && w[1]), "{unknown:?}");
+    assert!(!unknown.windows(3).any(|w| w.iter().all(|&u| u)));
+    // One error result per call of each unknown reply: the first step has two calls.
+    let errors = of_kind(&evs, "tool_error").len();
+    assert!(errors > unknown.iter().filter(|&&u| u).count(), "{errors}");
+    // The script's seven calls all ran, after the strikes, and the answer came.
+    assert_eq!(of_kind(&evs, "tool_call").len(), 7);
+    let end = of_kind(&evs, "turn_end")[0];
+    assert_eq!(end["detail"], "text_response(finish_reason=stop)");
+    assert_eq!(end["budget_used"].as_u64(), Some(calls.len() as u64));
+}
+
+#[test]
+fn a_zero_rate_keeps_every_draw_of_the_scenario_without_it() {
+    let t = TempDir::new("unknown-tools-zero");
+    let text = std::fs::read_to_string(scenario("live-unknown-tools")).unwrap();
+    let write = |name: &str, faults: &str| {
+        let p = t.join(name);
+        std::fs::write(&p, text.replace("faults = { unknown_tool = 0.35 }", faults)).unwrap();
+        p
+    };
+    let zero = write("zero.toml", "faults = { unknown_tool = 0.0 }");
+    let none = write("none.toml", "");
+    // The header and the end line name the scenario's own hash; the events between agree.
+    let body = |evs: Vec<Value>| {
+        let n = evs.len();
+        evs.into_iter().take(n - 1).skip(1).collect::<Vec<_>>()
+    };
+    let (a, b) = (body(events(&zero, &[])), body(events(&none, &[])));
+    assert_eq!(a, b);
+    assert!(of_kind(&a, "tool_error").is_empty());
+}
+
+#[test]
+fn the_key_is_checked_and_other_runtimes_refuse_the_fault() {
+    let t = TempDir::new("unknown-tools-keys");
+    let text = std::fs::read_to_string(scenario("live-unknown-tool-strikes")).unwrap();
+    let cases = [
+        (
+            "faults = { unknown_tool = 1.5 }",
+            "hermes-0.19.0",
+            "",
+            vec!["s.toml:", "models.main.faults.unknown_tool", "probability"],
+        ),
+        (
+            "faults = { unknown_tol = 0.5 }",
+            "hermes-0.19.0",
+            "",
+            vec!["unknown_tol", "unknown_tool"],
+        ),
+        (
+            "faults = { unknown_tool = 0.5 }",
+            "hermes-0.19.0",
+            "[tools.Hallucinated-Call]\nlatency_s = 0.1\n",
+            vec![
+                "models.main.faults.unknown_tool",
+                "too close to tool `Hallucinated-Call`",
+            ],
+        ),
+        (
+            "faults = { unknown_tool = 0.5 }",
+            "openai-agents-0.24",
+            "",
+            vec!["calls tools that do not exist", "cannot express"],
+        ),
+        (
+            "faults = { unknown_tool = 0.5 }",
+            "article-2026-06",
+            "",
+            vec!["calls tools that do not exist", "cannot express"],
+        ),
+    ];
+    for (faults, profile, extra_tool, wants) in cases {
+        let body = text
+            .replace("faults = { unknown_tool = 1.0 }", faults)
+            .replace(
+                "profile = \"hermes-0.19.0\"",
+                &format!("profile = \"{profile}\""),
+            )
+            .replace("[agents.parent]", &format!("{extra_tool}[agents.parent]"));
+        let p = t.join("s.toml");
+        std::fs::write(&p, body).unwrap();
+        let o = loopsim_in(
+            &root(),
+            &[
+                "run",
+                p.to_str().unwrap(),
+                "--out",
+                t.join("out").to_str().unwrap(),
+            ],
+        );
+        let out = output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{faults} under {profile}: {out}");
+        for w in wants {
+            assert!(out.contains(w), "{faults} under {profile}: `{w}` in {out}");
+        }
+        assert!(!t.join("out").exists(), "no output on an error");
+    }
+}
+
+#[test]
+fn the_real_hermes_loop_rejects_unknown_tools_as_the_simulation_does_on_other_seeds() {
+    let Some(py) = hermes_live_python_or_skip("unknown tools live") else {
+        return;
+    };
+    let runtime = format!("hermes={}", py.display());
+    // Seed 10 strikes the two-call step once and later steps four times; seed 18 strikes
+    // twice in a row late in the script.
+    for seed in ["10", "18"] {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "diff",
+                "scenarios/live-unknown-tools.toml",
+                "--live",
+                &runtime,
+                "--seed",
+                seed,
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["identical"], true, "seed {seed}: {v}");
+        assert!(v["compared_events"]["live"].as_u64().unwrap() >= 20, "{v}");
+    }
+}
+
+#[test]
+fn explore_s_seeded_sites_switch_unknown_tools_on_for_some_seeds() {
+    // Seeds 0..16 of an 80-search loop: some meet an unknown tool (seed 15 three times in a
+    // row), the rest keep their runs without one.
+    let flood = scenario("web-search-flood");
+    let mut met = 0;
+    let mut gave_up = false;
+    for seed in 0..16u64 {
+        let s = seed.to_string();
+        let evs = events(&flood, &["--seed", &s, "--seeded-faults"]);
+        if !of_kind(&evs, "tool_error").is_empty() || gave_up_in(&evs) {
+            met += 1;
+        }
+        gave_up |= gave_up_in(&evs);
+    }
+    assert!(
+        (1..16).contains(&met),
+        "{met} of 16 seeds met an unknown tool"
+    );
+    assert!(gave_up, "no seed ended invalid_tool_call");
+}
+
+fn gave_up_in(evs: &[Value]) -> bool {
+    of_kind(evs, "turn_end")
+        .iter()
+        .any(|e| e["detail"] == "invalid_tool_call")
+}
