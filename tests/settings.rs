@@ -305,7 +305,7 @@ fn codes_lists_every_name_loopsim_accepts() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["profiles"].as_array().unwrap().len(), 10);
     assert_eq!(j["decision_codes"].as_array().unwrap().len(), 11);
-    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 34);
+    assert_eq!(j["exit_reasons"].as_array().unwrap().len(), 35);
     assert!(
         j["exit_reasons"]
             .as_array()

@@ -272,6 +272,10 @@ def run_conversation(self, user_message, *args, **kwargs):
             "Model generated invalid tool call"):
         # Nor does it name one for a turn it gives up after replies of unknown tools only.
         detail = "invalid_tool_call"
+    if not detail and str((result or {}).get("error") or "").startswith(
+            "Response truncated due to output length limit"):
+        # Nor for one it gives up after replies whose arguments it could not repair.
+        detail = "truncated_tool_call"
     report("turn_end", name,
            detail=detail or "unknown",
            budget_used=getattr(budget, "used", None),

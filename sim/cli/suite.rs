@@ -128,6 +128,14 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-heeded-warning.toml"),
     ),
     (
+        "live-malformed-args",
+        include_str!("../../scenarios/live-malformed-args.toml"),
+    ),
+    (
+        "live-malformed-args-exhausted",
+        include_str!("../../scenarios/live-malformed-args-exhausted.toml"),
+    ),
+    (
         "live-mixed-batch",
         include_str!("../../scenarios/live-mixed-batch.toml"),
     ),

@@ -261,7 +261,7 @@ impl Profile {
                     grace: GraceMode::ExtraToolsFreeCall,
                     refund_extends_call_cap: true,
                     dedupe_identical_calls: false,
-                    invalid_tool_strikes: None,
+                    invalid_calls: None,
                     ..summary
                 },
                 child_timeout_secs: Some(600.0),
@@ -412,7 +412,7 @@ fn sdk(
             token_budget: None,
             graph: None,
             planning_interval: None,
-            invalid_tool_strikes: None,
+            invalid_calls: None,
         },
         guardrails: GuardrailRules::V0_19,
         child_max_iterations: 50,

@@ -65,6 +65,8 @@ pub enum Mark {
     ProviderRetry,
     /// A reply called only tools that do not exist.
     UnknownTool,
+    /// A reply carried arguments that are not JSON.
+    MalformedArgs,
 }
 
 /// Every decision code but `allow`, which decides nothing worth counting.
@@ -77,7 +79,7 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 15] = [
+const SINGLES: [Mark; 16] = [
     Mark::StrategyHint,
     Mark::ChildTimeout,
     Mark::UserStop,
@@ -93,6 +95,7 @@ const SINGLES: [Mark; 15] = [
     Mark::Fault(ProviderFault::ServerError),
     Mark::ProviderRetry,
     Mark::UnknownTool,
+    Mark::MalformedArgs,
 ];
 
 /// How many marks there are.
@@ -196,6 +199,7 @@ impl Mark {
             Mark::Fault(f) => format!("fault.{f}"),
             Mark::ProviderRetry => "fault.retry".into(),
             Mark::UnknownTool => "fault.unknown_tool".into(),
+            Mark::MalformedArgs => "fault.malformed_args".into(),
         }
     }
 

@@ -22,6 +22,11 @@ pub const UNKNOWN_TOOL: &str = "hallucinated_call";
 /// (`tool_error` events; the live world writes it when the result says so).
 pub const UNKNOWN_TOOL_ERROR: &str = "no such tool";
 
+/// The arguments of a call with the `malformed_args` fault: not JSON (a colon and a comma
+/// missing), and beyond Hermes's repairs (trailing commas, missing closing braces, control
+/// characters), so its stream reader takes the reply as cut off.
+pub const MALFORMED_ARGS: &str = r#"{"path" "doc.txt" "mode" "r"}"#;
+
 /// Whether Hermes could repair [`UNKNOWN_TOOL`] to `tool`: the same name once lowered, or
 /// similar enough that its close-match search (difflib, cutoff 0.7) might pick it. The
 /// letters the two names share bound difflib's ratio from above, so below the cutoff here
@@ -51,8 +56,8 @@ pub fn close_to_unknown_tool(tool: &str) -> bool {
 /// FoundationDB-style: for each model without faults of its own, the seed's stream
 /// `faults/NAME` turns the site on half the time, with a rate-limit probability of 0.02, 0.1
 /// or 0.3 (a `Retry-After` of 1 s half the time), a server-error probability of 0, 0.02
-/// or 0.1, and an unknown-tool probability of 0, 0.05 or 0.2 (0 where a tool of the scenario
-/// is close to the made-up name).
+/// or 0.1, an unknown-tool probability of 0, 0.05 or 0.2 (0 where a tool of the scenario
+/// is close to the made-up name) and a malformed-arguments probability of 0, 0.05 or 0.2.
 pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
     use toml::Spanned;
     let at = |x: f64| Spanned::new(0..0, x);
@@ -73,6 +78,7 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
         if sc.file.tools.keys().any(|t| close_to_unknown_tool(t)) {
             unknown_tool = 0.0;
         }
+        let malformed_args = [0.0, 0.05, 0.2][rng.random_range(0..3)];
         sites.push((
             name.clone(),
             ModelFaults {
@@ -81,6 +87,7 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
                 server_error: at(server_error),
                 latency_s: None,
                 unknown_tool: at(unknown_tool),
+                malformed_args: at(malformed_args),
             },
         ));
     }
@@ -131,6 +138,12 @@ impl FaultStream {
         }
     }
 
+    /// The agent's current call is over (its reply was taken): the next call starts its
+    /// attempts afresh.
+    pub fn call_answered(&mut self) {
+        self.failed = 0;
+    }
+
     /// The next attempt of the agent's current call: `None` when the provider answers it.
     pub fn attempt(&mut self, faults: &ModelFaults, policy: &ProviderRetry) -> Option<Failure> {
         let u: f64 = self.rng.random();
@@ -140,7 +153,8 @@ impl FaultStream {
         } else if u < rate_limit + *faults.server_error.get_ref() {
             ProviderFault::ServerError
         } else {
-            self.failed = 0;
+            // Answered: the attempts count on if the reply is sent again in the same call
+            // (Hermes's retry counter lives as long as its request loop).
             return None;
         };
         self.failed += 1;
@@ -184,6 +198,7 @@ mod tests {
             server_error: Spanned::new(0..0, server_error),
             latency_s: None,
             unknown_tool: Spanned::new(0..0, 0.0),
+            malformed_args: Spanned::new(0..0, 0.0),
         }
     }
 

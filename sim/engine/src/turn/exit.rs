@@ -133,6 +133,10 @@ pub enum ExitReason {
     /// exist ([`super::invalid_calls`]), returning it as partial without naming an exit
     /// reason; loopsim names it.
     InvalidToolCall,
+    /// Hermes ended the turn after replies whose arguments it could not repair
+    /// ([`super::invalid_calls`]), returning it as partial without naming an exit reason;
+    /// loopsim names it.
+    TruncatedToolCall,
 }
 
 fn cut80(s: &str) -> &str {
@@ -182,6 +186,7 @@ impl fmt::Display for ExitReason {
             MaxTurnsHandled => f.write_str("max_turns_handled"),
             ApiCallFailed(e) => write!(f, "api_call_failed({e})"),
             InvalidToolCall => f.write_str("invalid_tool_call"),
+            TruncatedToolCall => f.write_str("truncated_tool_call"),
         }
     }
 }
@@ -189,7 +194,7 @@ impl fmt::Display for ExitReason {
 impl ExitReason {
     /// Every exit reason's form, as `loopsim codes` lists them (`N`, `M`, `...` stand for the
     /// parts a run fills in).
-    pub const FORMS: [&'static str; 34] = [
+    pub const FORMS: [&'static str; 35] = [
         "unknown",
         "interrupted_by_user",
         "review_input_budget_exhausted",
@@ -224,6 +229,7 @@ impl ExitReason {
         "max_turns_handled",
         "api_call_failed(REASON)",
         "invalid_tool_call",
+        "truncated_tool_call",
     ];
 
     /// The exit reason a string prints, the inverse of `Display`.
@@ -297,6 +303,7 @@ impl ExitReason {
             ToolCallLimitReached,
             MaxTurnsHandled,
             InvalidToolCall,
+            TruncatedToolCall,
         ];
         plain.into_iter().find(|r| r.to_string() == s)
     }
@@ -379,6 +386,7 @@ mod tests {
             ExitReason::MaxStepsError,
             ExitReason::ApiCallFailed(ProviderFault::RateLimit),
             ExitReason::InvalidToolCall,
+            ExitReason::TruncatedToolCall,
             ExitReason::TokenBudgetExhausted,
             ExitReason::ConversationStuck,
             ExitReason::ConversationMaxIterations,
@@ -399,6 +407,6 @@ mod tests {
         ] {
             assert_eq!(ExitReason::parse(bad), None, "{bad}");
         }
-        assert_eq!(ExitReason::FORMS.len(), 34);
+        assert_eq!(ExitReason::FORMS.len(), 35);
     }
 }

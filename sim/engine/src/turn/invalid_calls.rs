@@ -1,15 +1,23 @@
-//! Replies whose tool calls name no tool the runtime has.
+//! Replies whose tool calls the runtime cannot run: a name no tool has, or arguments that
+//! are not JSON.
 //!
-//! Hermes 0.19.0 first tries to repair such a name (case, separators, a `_tool` suffix, a
-//! close match); what stays unknown is rejected before anything runs. When every call of a
-//! reply is unknown, the reply and one error result per call join the conversation, and the
-//! loop goes on: the next model call is a counted iteration like any other, and the
-//! guardrails never see the rejected calls. The third such reply in a row ends the turn at
-//! once, with no summary call and no exit reason of Hermes's own; loopsim names it
+//! **Unknown tools.** Hermes 0.19.0 first tries to repair such a name (case, separators, a
+//! `_tool` suffix, a close match); what stays unknown is rejected before anything runs. When
+//! every call of a reply is unknown, the reply and one error result per call join the
+//! conversation, and the loop goes on: the next model call is a counted iteration like any
+//! other, and the guardrails never see the rejected calls. The third such reply in a row ends
+//! the turn at once, with no summary call and no exit reason of Hermes's own; loopsim names it
 //! `invalid_tool_call`. A reply whose calls all exist starts the count over.
 //!
+//! **Broken arguments.** Hermes streams its main loop's replies, and the stream's reader
+//! repairs arguments it can (trailing commas, missing closing braces, control characters).
+//! Arguments it cannot repair mark the whole reply as cut off by the output limit: Hermes
+//! drops it, sends the same request again with a larger output budget, inside the same
+//! iteration (no budget, no `api_call_count`), and after four such retries since tools last
+//! ran returns the turn as partial; loopsim names it `truncated_tool_call`.
+//!
 //! ```
-//! use loopsim_engine::turn::invalid_calls::UnknownTool;
+//! use loopsim_engine::turn::invalid_calls::{Truncated, UnknownTool};
 //! use loopsim_engine::turn::{ExitReason, Step, TurnGovernor, TurnRules};
 //!
 //! let mut turn = TurnGovernor::new(TurnRules::HERMES, 90);
@@ -22,12 +30,36 @@
 //! }
 //! assert_eq!(seen, [UnknownTool::Retry { strike: 1 }, UnknownTool::Retry { strike: 2 }, UnknownTool::GiveUp]);
 //! assert_eq!(turn.finish().exit_reason, ExitReason::InvalidToolCall);
+//!
+//! // Five broken replies in one iteration: four sent again, then the turn ends.
+//! let mut turn = TurnGovernor::new(TurnRules::HERMES, 90);
+//! assert_eq!(turn.begin_iteration(false), Step::Call { tools: true });
+//! let replies: Vec<_> = (0..5).map(|_| turn.truncated_reply()).collect();
+//! assert_eq!(replies[3], Truncated::SendAgain { retry: 4 });
+//! assert_eq!(replies[4], Truncated::GiveUp);
+//! let end = turn.finish();
+//! assert_eq!((end.exit_reason, end.budget_used), (ExitReason::TruncatedToolCall, 1));
 //! ```
 
 use super::{ExitReason, TurnGovernor};
 
-/// Replies in a row of only unknown tools Hermes takes before it gives up.
-pub const HERMES_STRIKES: u32 = 3;
+/// A runtime's limits on replies it cannot run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvalidCallRules {
+    /// Replies in a row of only unknown tools the runtime takes before it gives up.
+    pub unknown_tool_strikes: u32,
+    /// Replies with arguments it cannot repair that it sends again (since tools last ran)
+    /// before it gives up.
+    pub truncated_retries: u32,
+}
+
+impl InvalidCallRules {
+    /// Hermes 0.19.0 (`agent/conversation_loop.py`).
+    pub const HERMES: InvalidCallRules = InvalidCallRules {
+        unknown_tool_strikes: 3,
+        truncated_retries: 4,
+    };
+}
 
 /// What the runtime does with a reply whose calls all name unknown tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,13 +71,23 @@ pub enum UnknownTool {
     GiveUp,
 }
 
+/// What the runtime does with a reply whose arguments it cannot repair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Truncated {
+    /// The same request goes out again at once, in the same iteration (`retry` of them since
+    /// tools last ran).
+    SendAgain { retry: u32 },
+    /// The retries are used up: the turn ends `truncated_tool_call`.
+    GiveUp,
+}
+
 impl TurnGovernor {
-    /// The model's reply called only tools that do not exist. A runtime without a strike
-    /// rule ([`super::TurnRules::invalid_tool_strikes`]) is bounded by its cap alone.
+    /// The model's reply called only tools that do not exist. A runtime without proved rules
+    /// ([`super::TurnRules::invalid_calls`]) is bounded by its cap alone.
     pub fn unknown_tool_reply(&mut self) -> UnknownTool {
         self.unknown_tool_strikes += 1;
-        match self.rules.invalid_tool_strikes {
-            Some(max) if self.unknown_tool_strikes >= max => {
+        match self.rules.invalid_calls {
+            Some(r) if self.unknown_tool_strikes >= r.unknown_tool_strikes => {
                 self.unknown_tool_strikes = 0;
                 self.exit = ExitReason::InvalidToolCall;
                 UnknownTool::GiveUp
@@ -55,6 +97,23 @@ impl TurnGovernor {
             },
         }
     }
+
+    /// The model's reply carried arguments the runtime cannot repair (its reader took the
+    /// reply as cut off). A runtime without proved rules sends it again every time.
+    pub fn truncated_reply(&mut self) -> Truncated {
+        match self.rules.invalid_calls {
+            Some(r) if self.truncated_retries >= r.truncated_retries => {
+                self.exit = ExitReason::TruncatedToolCall;
+                Truncated::GiveUp
+            }
+            _ => {
+                self.truncated_retries += 1;
+                Truncated::SendAgain {
+                    retry: self.truncated_retries,
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -62,21 +121,30 @@ mod tests {
     use super::*;
     use crate::turn::{Step, TurnRules};
 
-    /// Runs replies through a turn: `u` only unknown tools, `t` a tool round. Returns the
-    /// calls made, the budget used and the exit reason.
+    /// Runs replies through a turn: `u` only unknown tools, `b` broken arguments (sent again
+    /// in the same iteration), `t` a tool round. Returns the calls made, the budget used and
+    /// the exit reason.
     fn run(max: u64, replies: &str) -> (u64, u64, String) {
         let mut g = TurnGovernor::new(TurnRules::HERMES, max);
-        for r in replies.chars() {
+        let mut replies = replies.chars().peekable();
+        'turn: while replies.peek().is_some() {
             let Step::Call { tools: true } = g.begin_iteration(false) else {
                 break;
             };
-            match r {
-                'u' => {
-                    if g.unknown_tool_reply() == UnknownTool::GiveUp {
-                        break;
+            for r in replies.by_ref() {
+                match r {
+                    'b' => match g.truncated_reply() {
+                        Truncated::SendAgain { .. } => continue,
+                        Truncated::GiveUp => break 'turn,
+                    },
+                    'u' => {
+                        if g.unknown_tool_reply() == UnknownTool::GiveUp {
+                            break 'turn;
+                        }
                     }
+                    _ => assert!(g.tool_round(["read_file"], false)),
                 }
-                _ => assert!(g.tool_round(["read_file"], false)),
+                continue 'turn;
             }
         }
         let end = g.finish();
@@ -106,15 +174,28 @@ mod tests {
     }
 
     #[test]
-    fn without_a_strike_rule_only_the_cap_stops_it() {
+    fn broken_replies_cost_no_iteration_and_the_fifth_since_tools_ran_ends_the_turn() {
+        // Four sent again inside the first iteration, then two rounds: 2 iterations.
+        assert_eq!(run(90, "bbbbtt").1, 2);
+        // Each round starts them over; the fifth in one iteration gives up.
+        assert_eq!(run(90, "bbtbbtbbbbb"), (3, 3, "truncated_tool_call".into()));
+        // An unknown-tool reply runs no tools: two, then three more across the iterations.
+        assert_eq!(run(90, "bbubbb"), (2, 2, "truncated_tool_call".into()));
+        // A round in between starts them over.
+        assert_eq!(run(3, "bbbbtbbbbt").2, "unknown");
+    }
+
+    #[test]
+    fn without_rules_only_the_cap_stops_them() {
         let rules = TurnRules {
-            invalid_tool_strikes: None,
+            invalid_calls: None,
             ..TurnRules::HERMES
         };
         let mut g = TurnGovernor::new(rules, 90);
         for strike in 1..=10 {
             assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
             assert_eq!(g.unknown_tool_reply(), UnknownTool::Retry { strike });
+            assert_eq!(g.truncated_reply(), Truncated::SendAgain { retry: strike });
         }
     }
 }

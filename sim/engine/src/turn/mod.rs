@@ -57,9 +57,9 @@ pub struct TurnRules {
     /// smolagents' `planning_interval`: a tools-free planning call before steps 1, 1 + N,
     /// 1 + 2N, ... that is not a step itself.
     pub planning_interval: Option<u64>,
-    /// Consecutive replies calling only tools that do not exist before the turn gives up
-    /// ([`invalid_calls`]; Hermes: 3). `None`: loopsim has not proved the runtime's handling.
-    pub invalid_tool_strikes: Option<u32>,
+    /// How the runtime takes replies whose calls it cannot run: unknown tools, arguments
+    /// that are not JSON ([`invalid_calls`]). `None`: loopsim has not proved its handling.
+    pub invalid_calls: Option<invalid_calls::InvalidCallRules>,
 }
 
 /// How a runtime takes an empty reply.
@@ -113,7 +113,7 @@ impl TurnRules {
         token_budget: None,
         graph: None,
         planning_interval: None,
-        invalid_tool_strikes: Some(invalid_calls::HERMES_STRIKES),
+        invalid_calls: Some(invalid_calls::InvalidCallRules::HERMES),
     };
 }
 
@@ -167,6 +167,8 @@ pub struct TurnGovernor {
     last_reply_empty: bool,
     /// Replies in a row that called only unknown tools ([`invalid_calls`]).
     unknown_tool_strikes: u32,
+    /// Replies with broken arguments sent again since tools last ran ([`invalid_calls`]).
+    truncated_retries: u32,
     /// Input and output tokens of this turn's model calls ([`TurnRules::token_budget`]).
     tokens_used: u64,
     /// Graph steps run this turn ([`TurnRules::graph`]).
@@ -247,6 +249,7 @@ impl TurnGovernor {
             nudged_this_round: false,
             last_reply_empty: false,
             unknown_tool_strikes: 0,
+            truncated_retries: 0,
             tokens_used: 0,
             steps: 0,
             tools_step: true,
@@ -487,6 +490,7 @@ impl TurnGovernor {
         self.nudged_this_round = false;
         self.last_reply_empty = false;
         self.unknown_tool_strikes = 0;
+        self.truncated_retries = 0;
         if let Some(g) = self.rules.graph {
             self.steps += g.after_model + u64::from(self.tools_step);
             self.tools_step = true;

@@ -18,7 +18,9 @@ use loopsim_engine::json::{self, Value};
 use loopsim_engine::profile::Runtime;
 use loopsim_engine::retry::{ProviderRetry, RetryStep};
 use loopsim_world::clock::Duration;
-use loopsim_world::faults::{Failure, FaultStream, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR};
+use loopsim_world::faults::{
+    Failure, FaultStream, MALFORMED_ARGS, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR,
+};
 use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
     ArgsCache, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
@@ -378,6 +380,12 @@ impl LiveWorld {
         self.provider_attempt(a)?;
         self.agents[a].run_steps += 1;
         let call = self.agents[a].script.reply(true);
+        if !matches!(call.reply, Reply::MalformedArgs { .. })
+            && let Some(f) = &mut self.agents[a].faults
+        {
+            // The call is over; a reply the runtime drops is asked again in the same call.
+            f.call_answered();
+        }
         self.agents[a].last_empty = matches!(call.reply, Reply::Empty);
         self.reply_with(a, call)
     }
@@ -593,6 +601,23 @@ impl LiveWorld {
         let mut content = String::new();
         match call.reply {
             Reply::Empty => {}
+            Reply::MalformedArgs { tool } => {
+                // One call is enough: the runtime drops the whole reply.
+                let id = self.call_id(a, n, 0);
+                tool_calls.push(ToolCall {
+                    id,
+                    name: tool.to_string(),
+                    arguments: MALFORMED_ARGS.into(),
+                });
+                self.agents[a].round.clear();
+                return Ok(ChatReply {
+                    content: String::new(),
+                    tool_calls,
+                    prompt_tokens: call.input_tokens,
+                    cached_tokens: call.cache_read_tokens,
+                    completion_tokens: call.output_tokens,
+                });
+            }
             Reply::UnknownTool { calls } => {
                 for i in 0..calls as usize {
                     let id = self.call_id(a, n, i);

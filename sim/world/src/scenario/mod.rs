@@ -212,6 +212,10 @@ pub struct ModelFaults {
     /// ([`crate::faults::UNKNOWN_TOOL`]), drawn per reply.
     #[serde(default = "zero")]
     pub unknown_tool: Spanned<f64>,
+    /// A reply with tool calls carries arguments that are not JSON instead
+    /// ([`crate::faults::MALFORMED_ARGS`]), drawn per reply.
+    #[serde(default = "zero")]
+    pub malformed_args: Spanned<f64>,
 }
 
 /// A fake tool.

@@ -53,7 +53,7 @@ impl Scenario {
                 "models.{name}.faults draws provider errors (Hermes's retries)"
             ));
         }
-        if p.turn.invalid_tool_strikes.is_none()
+        if p.turn.invalid_calls.is_none()
             && let Some((name, _)) = f.models.iter().find(|(_, m)| {
                 m.faults
                     .as_ref()
@@ -63,6 +63,18 @@ impl Scenario {
             return why(&format!(
                 "models.{name}.faults.unknown_tool calls tools that do not exist (Hermes's \
                  error results and three strikes)"
+            ));
+        }
+        if p.turn.invalid_calls.is_none()
+            && let Some((name, _)) = f.models.iter().find(|(_, m)| {
+                m.faults
+                    .as_ref()
+                    .is_some_and(|f| *f.malformed_args.get_ref() > 0.0)
+            })
+        {
+            return why(&format!(
+                "models.{name}.faults.malformed_args sends arguments that are not JSON \
+                 (Hermes's truncated-reply retries)"
             ));
         }
         if p.runtime == Runtime::Hermes {

@@ -64,6 +64,14 @@ impl Scenario {
                     dist(d, &key("latency_s"))?;
                 }
                 prob(&faults.unknown_tool, &key("unknown_tool"))?;
+                prob(&faults.malformed_args, &key("malformed_args"))?;
+                let both = faults.unknown_tool.get_ref() + faults.malformed_args.get_ref();
+                if both > 1.0 {
+                    return l.err(
+                        &key("malformed_args"),
+                        format!("unknown_tool and malformed_args add up to {both}, more than 1"),
+                    );
+                }
                 if *faults.unknown_tool.get_ref() > 0.0
                     && let Some(t) = f
                         .tools

@@ -96,6 +96,9 @@ pub enum Reply<'s> {
     /// Tool calls, every one naming a tool that does not exist
     /// ([`crate::faults::UNKNOWN_TOOL`]; the model's `faults.unknown_tool`): `calls` of them.
     UnknownTool { calls: u32 },
+    /// Tool calls whose arguments are not JSON ([`crate::faults::MALFORMED_ARGS`]; the
+    /// model's `faults.malformed_args`), the first of them a call of `tool`.
+    MalformedArgs { tool: &'s str },
     /// The local runtime's context window is too small: no request is sent.
     ContextTooSmall,
     /// Tool calls in one reply.
@@ -110,9 +113,22 @@ impl Reply<'_> {
         match self {
             Reply::Empty => Some("empty reply"),
             Reply::UnknownTool { .. } => Some("unknown tool"),
+            Reply::MalformedArgs { .. } => Some("malformed arguments"),
             _ => None,
         }
     }
+}
+
+/// A fault rate of the agent's model (0 without faults).
+fn fault(
+    file: &ScenarioFile,
+    spec: &AgentSpec,
+    rate: impl Fn(&crate::scenario::ModelFaults) -> f64,
+) -> f64 {
+    file.models[spec.model.get_ref()]
+        .faults
+        .as_ref()
+        .map_or(0.0, rate)
 }
 
 /// One model call: the reply and its figures.
@@ -168,8 +184,10 @@ pub struct ScriptedAgent<'s> {
     /// The runtime compresses a context that nears the window (Hermes); another one sends it
     /// until it no longer fits.
     compresses: bool,
-    /// The chance that a reply with tool calls names an unknown tool instead.
+    /// The chance that a reply with tool calls names an unknown tool instead, and that it
+    /// carries arguments that are not JSON.
     unknown_tool: f64,
+    malformed_args: f64,
 }
 
 impl<'s> ScriptedAgent<'s> {
@@ -196,17 +214,16 @@ impl<'s> ScriptedAgent<'s> {
             delegated: 0,
             observation: ObservationRules::NONE,
             compresses: true,
-            unknown_tool: file.models[spec.model.get_ref()]
-                .faults
-                .as_ref()
-                .map_or(0.0, |f| *f.unknown_tool.get_ref()),
+            unknown_tool: fault(file, spec, |f| *f.unknown_tool.get_ref()),
+            malformed_args: fault(file, spec, |f| *f.malformed_args.get_ref()),
         }
     }
 
-    /// The agent with another chance per reply of calling an unknown tool (a fault site a
-    /// seed switched on: `loopsim explore --faults`).
-    pub fn with_unknown_tool(mut self, probability: f64) -> Self {
-        self.unknown_tool = probability;
+    /// The agent with other chances per reply of calling an unknown tool and of sending
+    /// malformed arguments (a fault site a seed switched on: `loopsim explore --faults`).
+    pub fn with_reply_faults(mut self, f: &crate::scenario::ModelFaults) -> Self {
+        self.unknown_tool = *f.unknown_tool.get_ref();
+        self.malformed_args = *f.malformed_args.get_ref();
         self
     }
 
@@ -423,27 +440,41 @@ impl<'s> ScriptedAgent<'s> {
             };
         }
         let output = out_dist.sample(&mut self.rng).round() as u64;
-        let unknown = self.unknown_tool;
-        // Drawn only where the fault is on, so every other scenario keeps its draws.
-        if unknown > 0.0 && self.rng.random::<f64>() < unknown {
-            let calls = match reply {
-                Reply::Calls(c) => Some(c.len() as u32),
-                Reply::Delegate { .. } => Some(1),
-                _ => None,
-            };
-            if let Some(calls) = calls {
-                // The model will try the same step again.
-                self.reply_step = None;
+        let (unknown, malformed) = (self.unknown_tool, self.malformed_args);
+        // Drawn only where a fault is on, so every other scenario keeps its draws.
+        let u = if unknown + malformed > 0.0 {
+            self.rng.random::<f64>()
+        } else {
+            1.0
+        };
+        let first_tool = match reply {
+            Reply::Calls(c) => c.first().map(|c| c.tool.get_ref().as_str()),
+            Reply::Delegate { .. } => Some("delegate_task"),
+            _ => None,
+        };
+        if let Some(tool) = first_tool.filter(|_| u < unknown + malformed) {
+            // The model will try the same step again.
+            self.reply_step = None;
+            let reply = if u < unknown {
+                // The reply joins the conversation, with the runtime's error results.
                 self.context += output;
-                return ModelCall {
-                    reply: Reply::UnknownTool { calls },
-                    latency,
-                    input_tokens: input,
-                    cache_read_tokens: cache,
-                    output_tokens: output,
-                    ..none
+                let calls = match reply {
+                    Reply::Calls(c) => c.len() as u32,
+                    _ => 1,
                 };
-            }
+                Reply::UnknownTool { calls }
+            } else {
+                // The runtime drops the reply and sends the same request again.
+                Reply::MalformedArgs { tool }
+            };
+            return ModelCall {
+                reply,
+                latency,
+                input_tokens: input,
+                cache_read_tokens: cache,
+                output_tokens: output,
+                ..none
+            };
         }
         let mut cache_write = 0;
         // A recorded call keeps its own figures.

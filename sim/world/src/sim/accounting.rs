@@ -2,6 +2,7 @@
 //! decisions, and whether a price was unknown.
 
 use super::*;
+use crate::script::ModelCall;
 
 impl World<'_> {
     pub(super) fn account(&mut self, a: AgentId, u: &Usage) {
@@ -101,5 +102,57 @@ impl World<'_> {
                 && f.approval_model
                     .as_ref()
                     .is_some_and(|m| unknown(m.get_ref())))
+    }
+}
+
+impl<'s> World<'s> {
+    /// Bills agent `a`'s model call and traces it; its request goes out `delay` from now
+    /// (after a compression, provider errors and their waits, or replies sent again).
+    pub(super) fn bill_model_call(&mut self, a: AgentId, call: &ModelCall<'s>, delay: Duration) {
+        let ag = &mut self.agents[a];
+        let model = ag.script.model();
+        ag.calls += 1;
+        ag.gov.note_tokens(call.input_tokens + call.output_tokens);
+        ag.last_tokens = (call.input_tokens, call.output_tokens);
+        let latency = call.latency;
+        // The request goes out once a compression before it is done.
+        let now = self.sched.now().0 + delay.0;
+        if let Some(s) = &mut ag.series {
+            s.spans.push((now, now + latency.0, SpanKind::Model));
+            s.budget_used.push((now, ag.gov.budget().used()));
+        }
+        let u = Usage::recorded_call(
+            &model.price,
+            call.input_tokens,
+            call.cache_read_tokens,
+            call.cache_write_tokens,
+            call.output_tokens,
+            latency.0,
+        );
+        let n = ag.calls;
+        let used = ag.gov.budget().used();
+        let slow = |mean_s: f64| mean_s > 0.0 && latency.0 as f64 >= 2e6 * mean_s;
+        if self.wrong_port == Some(WrongPort::UnchargedSlowCall)
+            && slow(model.latency_s.get_ref().mean())
+        {
+            // The deliberate break: a slow call reaches the total but no agent.
+            self.total.add(&u);
+        } else {
+            self.account(a, &u);
+        }
+        if self.trace.enabled() {
+            let mut e = self.event(a, "model_call");
+            // After a compression the request goes out when it is done.
+            e.t_us = now;
+            e.call = Some(n);
+            e.input_tokens = Some(call.input_tokens);
+            e.cache_read_tokens = Some(call.cache_read_tokens);
+            e.cache_write_tokens = (call.cache_write_tokens > 0).then_some(call.cache_write_tokens);
+            e.output_tokens = Some(call.output_tokens);
+            e.latency_us = Some(latency.0);
+            e.budget_used = Some(used);
+            e.detail = call.reply.detail().map(str::to_string);
+            self.trace.line(&e);
+        }
     }
 }

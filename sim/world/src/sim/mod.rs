@@ -341,9 +341,9 @@ impl<'s> World<'s> {
                     .seeded_faults
                     .iter()
                     .find(|(m, _)| m == spec.model.get_ref())
-                    && cfg.turn.invalid_tool_strikes.is_some()
+                    && cfg.turn.invalid_calls.is_some()
                 {
-                    s = s.with_unknown_tool(*f.unknown_tool.get_ref());
+                    s = s.with_reply_faults(f);
                 }
                 if hermes { s } else { s.without_compression() }
             },
@@ -534,15 +534,10 @@ impl<'s> World<'s> {
                     None => return self.end_turn(a),
                 };
                 // Provider errors come before the reply: retries wait, a give-up fails the turn.
-                let delay = match self.provider_attempts(a, tools, delay) {
-                    Ok(delay) => delay,
-                    Err(at) => {
-                        self.sched.at(at, Ev::ModelDone(a));
-                        return;
-                    }
+                let Some((call, delay)) = self.request(a, tools, delay) else {
+                    return;
                 };
                 let ag = &mut self.agents[a];
-                let call = ag.script.reply(tools);
                 if matches!(call.reply, Reply::ContextTooSmall) {
                     // The preflight gate fails before any request is sent.
                     ag.gov.runtime_context_too_small();
@@ -561,55 +556,10 @@ impl<'s> World<'s> {
                 if call.step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
                     self.loop_began = Some(self.sched.now().0);
                 }
-                let ag = &mut self.agents[a];
-                let model = ag.script.model();
-                ag.calls += 1;
-                ag.gov.note_tokens(call.input_tokens + call.output_tokens);
-                ag.last_tokens = (call.input_tokens, call.output_tokens);
-                ag.plan = Some(call.reply);
-                let latency = call.latency;
-                // The request goes out once a compression before it is done.
-                let now = self.sched.now().0 + delay.0;
-                if let Some(s) = &mut ag.series {
-                    s.spans.push((now, now + latency.0, SpanKind::Model));
-                    s.budget_used.push((now, ag.gov.budget().used()));
-                }
-                let u = Usage::recorded_call(
-                    &model.price,
-                    call.input_tokens,
-                    call.cache_read_tokens,
-                    call.cache_write_tokens,
-                    call.output_tokens,
-                    latency.0,
-                );
-                let n = ag.calls;
-                let used = ag.gov.budget().used();
-                let slow = |mean_s: f64| mean_s > 0.0 && latency.0 as f64 >= 2e6 * mean_s;
-                if self.wrong_port == Some(WrongPort::UnchargedSlowCall)
-                    && slow(model.latency_s.get_ref().mean())
-                {
-                    // The deliberate break: a slow call reaches the total but no agent.
-                    self.total.add(&u);
-                } else {
-                    self.account(a, &u);
-                }
-                if self.trace.enabled() {
-                    let mut e = self.event(a, "model_call");
-                    // After a compression the request goes out when it is done.
-                    e.t_us = now;
-                    e.call = Some(n);
-                    e.input_tokens = Some(call.input_tokens);
-                    e.cache_read_tokens = Some(call.cache_read_tokens);
-                    e.cache_write_tokens =
-                        (call.cache_write_tokens > 0).then_some(call.cache_write_tokens);
-                    e.output_tokens = Some(call.output_tokens);
-                    e.latency_us = Some(latency.0);
-                    e.budget_used = Some(used);
-                    e.detail = call.reply.detail().map(str::to_string);
-                    self.trace.line(&e);
-                }
+                self.agents[a].plan = Some(call.reply);
+                self.bill_model_call(a, &call, delay);
                 self.sched
-                    .at(self.sched.now() + delay + latency, Ev::ModelDone(a));
+                    .at(self.sched.now() + delay + call.latency, Ev::ModelDone(a));
             }
         }
     }

@@ -4,12 +4,50 @@
 //! that call tools the runtime does not have.
 
 use loopsim_engine::retry::RetryStep;
-use loopsim_engine::turn::invalid_calls::UnknownTool;
+use loopsim_engine::turn::invalid_calls::{Truncated, UnknownTool};
 
 use super::*;
 use crate::faults::{FaultStream, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR};
+use crate::script::ModelCall;
 
 impl<'s> World<'s> {
+    /// Agent `a`'s model call: its attempts against the provider, and the replies the
+    /// runtime drops and asks again (malformed arguments), each billed and traced. The reply
+    /// the runtime takes, and the delay before its request goes out; `None`: the turn ends
+    /// (its `ModelDone` is due).
+    pub(super) fn request(
+        &mut self,
+        a: AgentId,
+        tools: bool,
+        mut delay: Duration,
+    ) -> Option<(ModelCall<'s>, Duration)> {
+        loop {
+            delay = match self.provider_attempts(a, tools, delay) {
+                Ok(delay) => delay,
+                Err(at) => {
+                    self.sched.at(at, Ev::ModelDone(a));
+                    return None;
+                }
+            };
+            let call = self.agents[a].script.reply(tools);
+            if !matches!(call.reply, Reply::MalformedArgs { .. }) {
+                if let Some(f) = &mut self.agents[a].faults {
+                    f.call_answered();
+                }
+                return Some((call, delay));
+            }
+            self.coverage.hit(Mark::MalformedArgs);
+            self.bill_model_call(a, &call, delay);
+            delay = Duration(delay.0 + call.latency.0);
+            if self.agents[a].gov.truncated_reply() == Truncated::GiveUp {
+                // The turn ends once the last of them is back.
+                self.agents[a].plan = Some(call.reply);
+                self.sched.at(self.sched.now() + delay, Ev::ModelDone(a));
+                return None;
+            }
+        }
+    }
+
     /// The delay before agent `a`'s request goes out, `delay` plus its failed attempts and
     /// waits; `Err(at)`: the call gave up, its last error back at `at`. Only the loop's
     /// requests with tools meet faults (the summary call has retries of its own).

@@ -54,6 +54,8 @@ impl<'s> World<'s> {
                 }
             }
             Reply::UnknownTool { calls } => self.unknown_tool_reply(a, calls),
+            // Only the reply that used up the retries is waited for: the turn ends with it.
+            Reply::MalformedArgs { .. } => self.end_turn(a),
             Reply::ContextTooSmall => unreachable!("handled before the call"),
             Reply::Calls(_) | Reply::Delegate { .. } => {
                 let ag = &mut self.agents[a];
@@ -138,7 +140,11 @@ impl<'s> World<'s> {
         let calls: &[CallSpec] = match plan {
             Reply::Calls(c) => c,
             Reply::Delegate { .. } => &[],
-            Reply::Answer | Reply::Empty | Reply::ContextTooSmall | Reply::UnknownTool { .. } => {
+            Reply::Answer
+            | Reply::Empty
+            | Reply::ContextTooSmall
+            | Reply::UnknownTool { .. }
+            | Reply::MalformedArgs { .. } => {
                 unreachable!("no tool round")
             }
         };

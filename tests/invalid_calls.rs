@@ -1,5 +1,6 @@
-//! Replies that call a tool that does not exist: Hermes's error results and three strikes in
-//! the simulation, the scenario key checked, and the same replies through the real Hermes
+//! Replies the runtime cannot run: calls of a tool that does not exist (Hermes's error results
+//! and three strikes) and arguments that are not JSON (dropped and asked again, five at most),
+//! in the simulation, the scenario keys checked, and the same replies through the real Hermes
 //! 0.19.0 loop (`loopsim diff --live`).
 
 mod common;
@@ -11,7 +12,7 @@ use serde_json::Value;
 fn events(scenario: &std::path::Path, extra: &[&str]) -> Vec<Value> {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let t = TempDir::new(&format!("unknown-tools-{n}"));
+    let t = TempDir::new(&format!("invalid-calls-{n}"));
     let mut args = vec![
         "run",
         scenario.to_str().unwrap(),
@@ -142,6 +143,24 @@ fn the_key_is_checked_and_other_runtimes_refuse_the_fault() {
             "",
             vec!["calls tools that do not exist", "cannot express"],
         ),
+        (
+            "faults = { malformed_args = -0.1 }",
+            "hermes-0.19.0",
+            "",
+            vec!["models.main.faults.malformed_args", "probability"],
+        ),
+        (
+            "faults = { unknown_tool = 0.6, malformed_args = 0.6 }",
+            "hermes-0.19.0",
+            "",
+            vec!["models.main.faults.malformed_args", "more than 1"],
+        ),
+        (
+            "faults = { malformed_args = 0.5 }",
+            "pydantic-ai-2.68",
+            "",
+            vec!["sends arguments that are not JSON", "cannot express"],
+        ),
     ];
     for (faults, profile, extra_tool, wants) in cases {
         let body = text
@@ -226,4 +245,122 @@ fn gave_up_in(evs: &[Value]) -> bool {
     of_kind(evs, "turn_end")
         .iter()
         .any(|e| e["detail"] == "invalid_tool_call")
+}
+
+#[test]
+fn five_malformed_replies_in_one_iteration_end_the_turn_billed_but_spending_one_iteration() {
+    let evs = events(&scenario("live-malformed-args-exhausted"), &[]);
+    let calls = of_kind(&evs, "model_call");
+    assert_eq!(calls.len(), 5);
+    assert!(calls.iter().all(|c| c["detail"] == "malformed arguments"));
+    // Each asked again as soon as the last is back: 2 s apart.
+    let t: Vec<u64> = calls.iter().map(|c| c["t_us"].as_u64().unwrap()).collect();
+    assert_eq!(t, [0, 2_000_000, 4_000_000, 6_000_000, 8_000_000]);
+    assert!(calls.iter().all(|c| c["budget_used"] == 1), "one iteration");
+    assert!(of_kind(&evs, "tool_call").is_empty());
+    assert!(of_kind(&evs, "summary_call").is_empty());
+    let end = of_kind(&evs, "turn_end")[0];
+    assert_eq!(end["detail"], "truncated_tool_call");
+    assert_eq!(end["budget_used"], 1);
+    let footer = evs.last().unwrap();
+    assert_eq!(
+        footer["summary"]["total"]["model_calls"], 5,
+        "every reply billed"
+    );
+}
+
+#[test]
+fn malformed_replies_spend_no_iteration_and_the_task_still_finishes() {
+    let evs = events(&scenario("live-malformed-args"), &["--seed", "25"]);
+    let calls = of_kind(&evs, "model_call");
+    let dropped = calls
+        .iter()
+        .filter(|c| c["detail"] == "malformed arguments")
+        .count();
+    assert!(dropped >= 5, "seed 25 drops {dropped}");
+    // Seven iterations whatever was dropped: the two-call step, five reads, the answer.
+    let end = of_kind(&evs, "turn_end")[0];
+    assert_eq!(end["detail"], "text_response(finish_reason=stop)");
+    assert_eq!(end["budget_used"], 7);
+    assert_eq!(calls.len(), 7 + dropped);
+    assert_eq!(of_kind(&evs, "tool_call").len(), 7);
+}
+
+/// `live-malformed-args` with server errors as well (0.35 of the attempts, 0.1 s each).
+fn with_server_errors(t: &TempDir) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(scenario("live-malformed-args"))
+        .unwrap()
+        .replace(
+            "faults = { malformed_args = 0.3 }",
+            "faults = { malformed_args = 0.3, server_error = 0.35, latency_s = 0.1 }",
+        );
+    let p = t.join("mixed.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_dropped_reply_does_not_give_the_provider_retries_back() {
+    // Seed 7: a 500, a 500, a dropped reply, a 500: the call's third failed attempt ends it.
+    let t = TempDir::new("invalid-calls-mixed");
+    let evs = events(&with_server_errors(&t), &["--seed", "7"]);
+    let seq: Vec<&str> = evs
+        .iter()
+        .filter_map(|e| match e["kind"].as_str()? {
+            "model_error" => Some("error"),
+            "model_call" => Some("dropped"),
+            "turn_end" => e["detail"].as_str(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seq,
+        [
+            "error",
+            "error",
+            "dropped",
+            "error",
+            "api_call_failed(server_error)"
+        ]
+    );
+    let details: Vec<&str> = of_kind(&evs, "model_error")
+        .iter()
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(details[2], "server_error (HTTP 500), attempt 3 of 3");
+}
+
+#[test]
+fn the_real_hermes_loop_drops_malformed_replies_as_the_simulation_does() {
+    let Some(py) = hermes_live_python_or_skip("malformed arguments live") else {
+        return;
+    };
+    let runtime = format!("hermes={}", py.display());
+    let t = TempDir::new("invalid-calls-mixed-live");
+    let mixed = with_server_errors(&t);
+    // Seed 25 drops ten replies; the mixed scenario's seed 7 ends on the provider's third
+    // error after a dropped reply, seed 15 after two.
+    let cases = [
+        (scenario("live-malformed-args"), "25"),
+        (mixed.clone(), "7"),
+        (mixed, "15"),
+    ];
+    for (path, seed) in cases {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "diff",
+                path.to_str().unwrap(),
+                "--live",
+                &runtime,
+                "--seed",
+                seed,
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["identical"], true, "{} seed {seed}: {v}", path.display());
+    }
 }
