@@ -24,6 +24,9 @@ pub enum KeyKind {
     Seconds,
     /// A share: a number above 0 and at most 1.
     Fraction,
+    /// A number Hermes reads with `float()` as a share of something (compression's ratios:
+    /// Hermes clamps or floors them itself).
+    Ratio,
     /// One of these words (another runtime's string options).
     Choice(&'static [&'static str]),
     /// A name (another runtime's string setting, e.g. a tool's name).
@@ -42,6 +45,7 @@ impl KeyKind {
             }
             KeyKind::Seconds => "a number of seconds".into(),
             KeyKind::Fraction => "a number above 0 and at most 1".into(),
+            KeyKind::Ratio => "a number (a share, e.g. 0.5)".into(),
             KeyKind::Choice(words) => format!("one of: {}", words.join(", ")),
             KeyKind::Text => "a name".into(),
         }
@@ -107,6 +111,10 @@ pub const SIMULATED: &[KeySpec] = &[
     key("agent.max_turns", KeyKind::TurnLimit, ReadBy::All),
     key("agent.stall_guards", KeyKind::Bool, ReadBy::StallGuards),
     key("agent.api_max_retries", THRESHOLD, ReadBy::All),
+    key("compression", KeyKind::Section, ReadBy::All),
+    key("compression.enabled", KeyKind::Bool, ReadBy::All),
+    key("compression.threshold", KeyKind::Ratio, ReadBy::All),
+    key("compression.target_ratio", KeyKind::Ratio, ReadBy::All),
     key("tool_loop_guardrails", KeyKind::Section, ReadBy::All),
     key(
         "tool_loop_guardrails.warnings_enabled",
@@ -222,6 +230,15 @@ pub const SIMULATED: &[KeySpec] = &[
 /// Keys Hermes reads in the sections above that do not touch loop governance, so loopsim does
 /// not simulate them (a user's file may set them freely; a scenario may not).
 pub const HERMES_ONLY: &[&str] = &[
+    "compression.abort_on_summary_failure",
+    "compression.codex_app_server_auto",
+    "compression.codex_gpt55_autoraise",
+    "compression.codex_gpt55_autoraise_notice",
+    "compression.hygiene_hard_message_limit",
+    "compression.in_place",
+    "compression.protect_first_n",
+    "compression.protect_last_n",
+    "compression.summary_model",
     "agent.agent_cache",
     "agent.auto_recovery_cycles",
     "agent.bot_mode_protocol",
@@ -292,7 +309,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "checkpoints",
     "code_execution",
     "command_allowlist",
-    "compression",
     "context",
     "cron",
     "custom_providers",

@@ -81,6 +81,9 @@ pub struct EngineConfig {
     /// How the runtime retries provider errors (`agent.api_max_retries` sets the attempts);
     /// `None` for a runtime whose retries loopsim has not proved.
     pub provider_retry: Option<crate::retry::ProviderRetry>,
+    /// Hermes's context compression (`compression.enabled`, `threshold`, `target_ratio`);
+    /// `None`: off, or a runtime without it (the context grows until it no longer fits).
+    pub compression: Option<crate::turn::compression::Compression>,
     pub notes: Vec<ConfigNote>,
 }
 
@@ -119,6 +122,8 @@ impl EngineConfig {
             stuck: p.stuck_detection,
             limits: crate::limits::CallLimits::default(),
             provider_retry: p.provider_retry,
+            compression: (p.runtime == crate::profile::Runtime::Hermes)
+                .then(crate::turn::compression::Compression::default),
             notes: Vec::new(),
         };
         c.apply_platform();
@@ -188,6 +193,21 @@ impl EngineConfig {
             // the fingerprints they had before it was read.
             b.extend_from_slice(b"api_max_retries");
             b.extend_from_slice(&r.attempts.to_le_bytes());
+        }
+        let default_compression = (Profile::get(self.profile).runtime
+            == crate::profile::Runtime::Hermes)
+            .then(crate::turn::compression::Compression::default);
+        if self.compression != default_compression {
+            // Only changed compression settings are hashed, as with the attempts above.
+            b.extend_from_slice(b"compression");
+            match self.compression {
+                None => b.push(0),
+                Some(c) => {
+                    b.push(1);
+                    b.extend_from_slice(&c.threshold.to_le_bytes());
+                    b.extend_from_slice(&c.target_ratio.to_le_bytes());
+                }
+            }
         }
         if let Some(cap) = self.cap_setting {
             // Another runtime's cap as set, and what reaching it does: LangGraph's limits 23

@@ -50,6 +50,9 @@ impl EngineConfig {
         if let Some(d) = self.section(root, "delegation") {
             self.read_delegation(d);
         }
+        if let Some(c) = self.section(root, "compression") {
+            self.read_compression(c, file)?;
+        }
         Ok(())
     }
 
@@ -327,6 +330,53 @@ impl EngineConfig {
             }
         };
         self.provider_retry = Some(retry);
+    }
+
+    /// The `compression` section as 0.19.0's agent setup reads it: `enabled` is on only
+    /// for `str(value).lower()` in true/1/yes (so a null turns it off), and the two ratios go
+    /// through `float()`, which would stop Hermes on anything else.
+    fn read_compression(&mut self, c: &Node, file: &str) -> Result<(), ConfigError> {
+        let Some(mut rules) = self.compression else {
+            return Ok(());
+        };
+        let mut enabled = true;
+        if let Some(n) = c.get("enabled") {
+            enabled = match &n.value {
+                Yaml::Bool(b) => *b,
+                Yaml::Int(i) => *i == 1,
+                Yaml::Str(s) => matches!(s.to_lowercase().as_str(), "true" | "1" | "yes"),
+                _ => false,
+            };
+            if !enabled && !matches!(n.value, Yaml::Bool(false)) {
+                self.note(
+                    n,
+                    "compression.enabled",
+                    "not true, 1 or yes: compression off",
+                );
+            }
+        }
+        for (name, slot) in [
+            ("threshold", &mut rules.threshold),
+            ("target_ratio", &mut rules.target_ratio),
+        ] {
+            let Some(n) = c.get(name) else { continue };
+            match py_float(&n.value).filter(|f| f.is_finite()) {
+                Some(f) => *slot = f,
+                None => {
+                    return Err(ConfigError::Value {
+                        file: file.to_string(),
+                        line: n.line,
+                        key: format!("compression.{name}"),
+                        message: format!(
+                            "{} is not a number, and Hermes's float() would stop the agent",
+                            describe(&n.value)
+                        ),
+                    });
+                }
+            }
+        }
+        self.compression = enabled.then_some(rules);
+        Ok(())
     }
 
     fn read_delegation(&mut self, d: &Node) {

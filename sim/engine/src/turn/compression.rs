@@ -5,8 +5,9 @@
 //! The figures are `agent/context_compressor.py`'s defaults (threshold 50% of the window,
 //! raised to 75% below 512 K tokens and floored at 64 K; a tail of 20% of the threshold; a
 //! summary of 20% of what it replaces, between 2,000 tokens and 5% of the window or 10,000)
-//! and the turn loop's three compression attempts per turn. Settings, the compression that
-//! re-arms after a verified compaction (newest) and refunds are not modelled yet.
+//! and the turn loop's three compression attempts per turn. `compression.threshold` and
+//! `compression.target_ratio` set the first two (`config`); the compression that re-arms
+//! after a verified compaction (newest) and refunds are not modelled yet.
 
 /// Compression settings (Hermes's defaults).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -181,6 +181,10 @@ fn typed(kind: KeyKind, v: &str) -> Result<Yaml, String> {
             Ok(f) if f > 0.0 && f <= 1.0 => Ok(Yaml::Float(f)),
             _ => Err("expected a number above 0 and at most 1".into()),
         },
+        KeyKind::Ratio => match v.parse::<f64>() {
+            Ok(f) if f.is_finite() && f >= 0.0 => Ok(Yaml::Float(f)),
+            _ => Err("expected a number of 0 or more (a share, e.g. 0.5)".into()),
+        },
         KeyKind::Choice(words) if words.contains(&v) => Ok(Yaml::Str(v.to_string())),
         KeyKind::Choice(words) => Err(format!("expected one of: {}", words.join(", "))),
         KeyKind::Text if !v.is_empty() => Ok(Yaml::Str(v.to_string())),

@@ -188,6 +188,8 @@ pub struct ScriptedAgent<'s> {
     /// carries arguments that are not JSON.
     unknown_tool: f64,
     malformed_args: f64,
+    /// Hermes's compression settings (`compresses` says whether it runs at all).
+    compression: Compression,
 }
 
 impl<'s> ScriptedAgent<'s> {
@@ -216,6 +218,7 @@ impl<'s> ScriptedAgent<'s> {
             compresses: true,
             unknown_tool: fault(file, spec, |f| *f.unknown_tool.get_ref()),
             malformed_args: fault(file, spec, |f| *f.malformed_args.get_ref()),
+            compression: Compression::default(),
         }
     }
 
@@ -227,9 +230,15 @@ impl<'s> ScriptedAgent<'s> {
         self
     }
 
-    /// The agent under a runtime without Hermes's context compression.
+    /// The agent under a runtime without Hermes's context compression, or with it off.
     pub fn without_compression(mut self) -> Self {
         self.compresses = false;
+        self
+    }
+
+    /// The agent under Hermes's compression with these settings.
+    pub fn with_compression(mut self, rules: Compression) -> Self {
+        self.compression = rules;
         self
     }
 
@@ -293,7 +302,7 @@ impl<'s> ScriptedAgent<'s> {
                 ContextGate::Send
             };
         }
-        let rules = Compression::default();
+        let rules = self.compression;
         match rules.gate(
             window,
             self.context,

@@ -324,7 +324,6 @@ impl<'s> World<'s> {
             cfg.delegation.child_max_iterations
         };
         let gov = TurnGovernor::new(cfg.turn, max);
-        let hermes = cfg.profile.runtime() == loopsim_engine::profile::Runtime::Hermes;
         let stuck = cfg.stuck.map(|t| {
             let mut d = StuckDetector::new(t);
             d.push(LogEvent::System);
@@ -345,7 +344,10 @@ impl<'s> World<'s> {
                 {
                     s = s.with_reply_faults(f);
                 }
-                if hermes { s } else { s.without_compression() }
+                match cfg.compression {
+                    Some(c) => s.with_compression(c),
+                    None => s.without_compression(),
+                }
             },
             name,
             spec,
