@@ -609,14 +609,7 @@ impl LiveWorld {
                     name: tool.to_string(),
                     arguments: MALFORMED_ARGS.into(),
                 });
-                self.agents[a].round.clear();
-                return Ok(ChatReply {
-                    content: String::new(),
-                    tool_calls,
-                    prompt_tokens: call.input_tokens,
-                    cached_tokens: call.cache_read_tokens,
-                    completion_tokens: call.output_tokens,
-                });
+                return Ok(self.unrun_reply(a, &call, tool_calls));
             }
             Reply::UnknownTool { calls } => {
                 for i in 0..calls as usize {
@@ -628,15 +621,7 @@ impl LiveWorld {
                     });
                     self.agents[a].unknown_round.push(id);
                 }
-                // Nothing of it runs: no round waits for results.
-                self.agents[a].round.clear();
-                return Ok(ChatReply {
-                    content: String::new(),
-                    tool_calls,
-                    prompt_tokens: call.input_tokens,
-                    cached_tokens: call.cache_read_tokens,
-                    completion_tokens: call.output_tokens,
-                });
+                return Ok(self.unrun_reply(a, &call, tool_calls));
             }
             Reply::Answer | Reply::ContextTooSmall => {
                 content = call
@@ -711,6 +696,24 @@ impl LiveWorld {
             cached_tokens: call.cache_read_tokens,
             completion_tokens: call.output_tokens,
         })
+    }
+
+    /// A reply of tool calls the runtime will not run (unknown tools, arguments that are not
+    /// JSON): no round waits for their results.
+    fn unrun_reply(
+        &mut self,
+        a: usize,
+        call: &ModelCall<'_>,
+        tool_calls: Vec<ToolCall>,
+    ) -> ChatReply {
+        self.agents[a].round.clear();
+        ChatReply {
+            content: String::new(),
+            tool_calls,
+            prompt_tokens: call.input_tokens,
+            cached_tokens: call.cache_read_tokens,
+            completion_tokens: call.output_tokens,
+        }
     }
 
     fn call_id(&mut self, a: usize, n: u64, i: usize) -> String {

@@ -5,7 +5,7 @@
 
 use loopsim_engine::profile::{Profile, ProfileName, Runtime};
 
-use super::{CallSpec, Scenario, Step};
+use super::{CallSpec, ModelFaults, Scenario, Step};
 
 impl Scenario {
     /// Every step of every agent's scripts: the first turn, background results' turns and the
@@ -53,29 +53,28 @@ impl Scenario {
                 "models.{name}.faults draws provider errors (Hermes's retries)"
             ));
         }
-        if p.turn.invalid_calls.is_none()
-            && let Some((name, _)) = f.models.iter().find(|(_, m)| {
-                m.faults
-                    .as_ref()
-                    .is_some_and(|f| *f.unknown_tool.get_ref() > 0.0)
-            })
-        {
-            return why(&format!(
-                "models.{name}.faults.unknown_tool calls tools that do not exist (Hermes's \
-                 error results and three strikes)"
-            ));
-        }
-        if p.turn.invalid_calls.is_none()
-            && let Some((name, _)) = f.models.iter().find(|(_, m)| {
-                m.faults
-                    .as_ref()
-                    .is_some_and(|f| *f.malformed_args.get_ref() > 0.0)
-            })
-        {
-            return why(&format!(
-                "models.{name}.faults.malformed_args sends arguments that are not JSON \
-                 (Hermes's truncated-reply retries)"
-            ));
+        type Rate = fn(&ModelFaults) -> f64;
+        let reply_faults: [(&str, Rate, &str); 2] = [
+            (
+                "unknown_tool",
+                |f| *f.unknown_tool.get_ref(),
+                "calls tools that do not exist (Hermes's error results and three strikes)",
+            ),
+            (
+                "malformed_args",
+                |f| *f.malformed_args.get_ref(),
+                "sends arguments that are not JSON (Hermes's truncated-reply retries)",
+            ),
+        ];
+        for (key, rate, what) in reply_faults {
+            if p.turn.invalid_calls.is_none()
+                && let Some((name, _)) = f
+                    .models
+                    .iter()
+                    .find(|(_, m)| m.faults.as_ref().is_some_and(|f| rate(f) > 0.0))
+            {
+                return why(&format!("models.{name}.faults.{key} {what}"));
+            }
         }
         if p.runtime == Runtime::Hermes {
             return None;
