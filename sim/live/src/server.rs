@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use loopsim_engine::retry::ProviderFault;
 use serde_json::{Value, json};
 
 use crate::openai::ChatRequest;
@@ -257,22 +258,54 @@ async fn chat(State(state): State<AppState>, body: Bytes) -> Response {
                 axum::Json(reply.to_json(&id, &req.model)).into_response()
             }
         }
+        Err(LiveError::Provider(f)) if f.fault == ProviderFault::DroppedStream => dropped_stream(),
         Err(LiveError::Provider(f)) => provider_error(&f),
         Err(e) => error(&state, status_of(&e), e.to_string()),
     }
 }
 
+/// A stream that drops before its first token: the headers and an SSE comment go out (so
+/// the client has begun reading the stream), then the connection closes mid-body. The
+/// client's HTTP library reports the incomplete chunked body as a protocol error.
+fn dropped_stream() -> Response {
+    let chunks = futures_util::stream::unfold(0u8, |step| async move {
+        match step {
+            0 => Some((Ok(Bytes::from_static(b": loopsim\n\n")), 1)),
+            1 => {
+                // Let the headers and the comment reach the client before the drop.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                Some((
+                    Err(std::io::Error::other("the scenario drops this stream")),
+                    2,
+                ))
+            }
+            _ => None,
+        }
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(chunks),
+    )
+        .into_response()
+}
+
 /// The scenario's provider failing an attempt, as a provider says it: the status, an
 /// OpenAI-shaped error body, and a rate limit's `Retry-After` when the scenario sets one.
 fn provider_error(f: &loopsim_world::faults::Failure) -> Response {
-    let status =
-        StatusCode::from_u16(f.fault.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = f
+        .fault
+        .status()
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let (message, kind) = match f.fault {
-        loopsim_engine::retry::ProviderFault::RateLimit => (
+        ProviderFault::RateLimit => (
             "loopsim: the scenario's provider is rate limiting this request",
             "rate_limit_error",
         ),
-        loopsim_engine::retry::ProviderFault::ServerError => (
+        ProviderFault::ServerError | ProviderFault::DroppedStream => (
             "loopsim: the scenario's provider failed this request",
             "server_error",
         ),

@@ -63,6 +63,11 @@ pub enum Mark {
     Fault(ProviderFault),
     /// The runtime waited and sent a failed model request again.
     ProviderRetry,
+    /// A stream dropped and the runtime opened another at once, within the attempt.
+    StreamRetry,
+    /// A call's attempts were spent on a transport error and the runtime rebuilt its
+    /// client for one more round.
+    ClientRebuild,
     /// A reply called only tools that do not exist.
     UnknownTool,
     /// A reply carried arguments that are not JSON.
@@ -79,7 +84,7 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 16] = [
+const SINGLES: [Mark; 19] = [
     Mark::StrategyHint,
     Mark::ChildTimeout,
     Mark::UserStop,
@@ -93,7 +98,10 @@ const SINGLES: [Mark; 16] = [
     Mark::DuplicateCallDropped,
     Mark::Fault(ProviderFault::RateLimit),
     Mark::Fault(ProviderFault::ServerError),
+    Mark::Fault(ProviderFault::DroppedStream),
     Mark::ProviderRetry,
+    Mark::StreamRetry,
+    Mark::ClientRebuild,
     Mark::UnknownTool,
     Mark::MalformedArgs,
 ];
@@ -196,8 +204,10 @@ impl Mark {
             Mark::LimitBlockedCall => "limit_blocked_call".into(),
             Mark::ResultStub => "result_stub".into(),
             Mark::DuplicateCallDropped => "duplicate_call_dropped".into(),
-            Mark::Fault(f) => format!("fault.{f}"),
+            Mark::Fault(f) => format!("fault.{}", f.key()),
             Mark::ProviderRetry => "fault.retry".into(),
+            Mark::StreamRetry => "fault.stream_retry".into(),
+            Mark::ClientRebuild => "fault.client_rebuild".into(),
             Mark::UnknownTool => "fault.unknown_tool".into(),
             Mark::MalformedArgs => "fault.malformed_args".into(),
         }

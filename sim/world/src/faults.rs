@@ -6,7 +6,7 @@
 //! for its outcome; a failed one then draws its latency (when the scenario gives one) and,
 //! when the runtime backs off with jitter, the jitter.
 
-use loopsim_engine::retry::{ProviderFault, ProviderRetry, RetryStep};
+use loopsim_engine::retry::{ProviderFault, ProviderRetry, RetryState, RetryStep};
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
 
@@ -88,6 +88,7 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
                 latency_s: None,
                 unknown_tool: at(unknown_tool),
                 malformed_args: at(malformed_args),
+                dropped_stream: at(0.0),
             },
         ));
     }
@@ -101,6 +102,12 @@ pub struct Failure {
     /// The attempt's number within its call (1-based), and the attempts a call gets.
     pub attempt: u32,
     pub attempts: u32,
+    /// A dropped stream's number within its attempt (1-based), and the streams an attempt
+    /// opens; 0 for the other faults.
+    pub stream: u32,
+    pub streams: u32,
+    /// The attempt came after the client was rebuilt.
+    pub rebuilt: bool,
     /// How long the error response took.
     pub latency_us: u64,
     /// The `Retry-After` the response carries (rate limits only).
@@ -110,15 +117,24 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// The trace's detail line: `rate_limit (HTTP 429), attempt 1 of 3`.
+    /// The trace's detail line: `rate_limit (HTTP 429), attempt 1 of 3`, or for a dropped
+    /// stream `timeout (stream dropped), attempt 1 of 3, stream 2 of 3`, with `, rebuilt
+    /// client` once the attempts started over.
     pub fn detail(&self) -> String {
-        format!(
-            "{} (HTTP {}), attempt {} of {}",
-            self.fault,
-            self.fault.status(),
-            self.attempt,
-            self.attempts
-        )
+        let mut d = match self.fault.status() {
+            Some(status) => format!(
+                "{} (HTTP {status}), attempt {} of {}",
+                self.fault, self.attempt, self.attempts
+            ),
+            None => format!(
+                "{} (stream dropped), attempt {} of {}, stream {} of {}",
+                self.fault, self.attempt, self.attempts, self.stream, self.streams
+            ),
+        };
+        if self.rebuilt {
+            d.push_str(", rebuilt client");
+        }
+        d
     }
 }
 
@@ -126,59 +142,58 @@ impl Failure {
 #[derive(Debug)]
 pub struct FaultStream {
     rng: ChaCha8Rng,
-    /// Failed attempts of the current call so far.
-    failed: u32,
+    /// The current call's retries so far.
+    state: RetryState,
 }
 
 impl FaultStream {
     pub fn new(seed: u64, agent: &str) -> FaultStream {
         FaultStream {
             rng: stream(seed, &format!("agent:{agent}/faults")),
-            failed: 0,
+            state: RetryState::default(),
         }
     }
 
     /// The agent's current call is over (its reply was taken): the next call starts its
     /// attempts afresh.
     pub fn call_answered(&mut self) {
-        self.failed = 0;
+        self.state = RetryState::default();
     }
 
     /// The next attempt of the agent's current call: `None` when the provider answers it.
     pub fn attempt(&mut self, faults: &ModelFaults, policy: &ProviderRetry) -> Option<Failure> {
         let u: f64 = self.rng.random();
         let rate_limit = *faults.rate_limit.get_ref();
+        let server_error = rate_limit + *faults.server_error.get_ref();
         let fault = if u < rate_limit {
             ProviderFault::RateLimit
-        } else if u < rate_limit + *faults.server_error.get_ref() {
+        } else if u < server_error {
             ProviderFault::ServerError
+        } else if u < server_error + *faults.dropped_stream.get_ref() {
+            ProviderFault::DroppedStream
         } else {
             // Answered: the attempts count on if the reply is sent again in the same call
             // (Hermes's retry counter lives as long as its request loop).
             return None;
         };
-        self.failed += 1;
         let latency_us = faults.latency_s.as_ref().map_or(0, |d| {
             Duration::from_secs_f64(d.get_ref().sample(&mut self.rng)).0
         });
         let retry_after_s = match fault {
             ProviderFault::RateLimit => faults.retry_after_s.as_ref().map(|s| *s.get_ref()),
-            ProviderFault::ServerError => None,
+            ProviderFault::ServerError | ProviderFault::DroppedStream => None,
         };
-        let jitter = if policy.needs_jitter(self.failed, fault, retry_after_s) {
-            self.rng.random()
-        } else {
-            0.0
-        };
-        let then = policy.after_failure(self.failed, fault, retry_after_s, jitter);
-        let attempt = self.failed;
-        if then == RetryStep::GiveUp {
-            self.failed = 0;
-        }
+        let before = self.state;
+        let rng = &mut self.rng;
+        let then = policy.step(&mut self.state, fault, retry_after_s, || rng.random());
+        let dropped = fault == ProviderFault::DroppedStream;
         Some(Failure {
             fault,
-            attempt,
+            attempt: before.failed + 1,
             attempts: policy.attempts,
+            stream: if dropped { before.dropped + 1 } else { 0 },
+            streams: if dropped { policy.stream_attempts } else { 0 },
+            rebuilt: before.rebuilt,
             latency_us,
             retry_after_s,
             then,
@@ -199,6 +214,7 @@ mod tests {
             latency_s: None,
             unknown_tool: Spanned::new(0..0, 0.0),
             malformed_args: Spanned::new(0..0, 0.0),
+            dropped_stream: Spanned::new(0..0, 0.0),
         }
     }
 

@@ -422,7 +422,7 @@ impl LiveWorld {
         e.latency_us = Some(f.latency_us);
         e.detail = Some(f.detail());
         self.events.push(e);
-        if let RetryStep::Wait { us } = f.then {
+        if let RetryStep::Wait { us } | RetryStep::Rebuild { us } = f.then {
             self.agents[a].clock_us += us;
         }
         Err(LiveError::Provider(f))

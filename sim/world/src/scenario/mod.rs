@@ -206,6 +206,10 @@ pub struct ModelFaults {
     /// HTTP 500.
     #[serde(default = "zero")]
     pub server_error: Spanned<f64>,
+    /// The response stream closes before its first token (a transport error: the runtime's
+    /// stream retries, then its attempts, then a rebuilt client), drawn per stream.
+    #[serde(default = "zero")]
+    pub dropped_stream: Spanned<f64>,
     /// How long an error response takes to come back (default 0).
     pub latency_s: Option<Spanned<Dist>>,
     /// A reply with tool calls names a tool that does not exist instead, every call of it

@@ -45,7 +45,9 @@ impl Scenario {
         if p.provider_retry.is_none()
             && let Some((name, _)) = f.models.iter().find(|(_, m)| {
                 m.faults.as_ref().is_some_and(|f| {
-                    *f.rate_limit.get_ref() > 0.0 || *f.server_error.get_ref() > 0.0
+                    *f.rate_limit.get_ref() > 0.0
+                        || *f.server_error.get_ref() > 0.0
+                        || *f.dropped_stream.get_ref() > 0.0
                 })
             })
         {

@@ -44,11 +44,21 @@ impl Scenario {
                 let key = |k: &str| format!("models.{name}.faults.{k}");
                 prob(&faults.rate_limit, &key("rate_limit"))?;
                 prob(&faults.server_error, &key("server_error"))?;
+                prob(&faults.dropped_stream, &key("dropped_stream"))?;
                 let both = faults.rate_limit.get_ref() + faults.server_error.get_ref();
                 if both > 1.0 {
                     return l.err(
                         &key("server_error"),
                         format!("rate_limit and server_error add up to {both}, more than 1"),
+                    );
+                }
+                let all = both + faults.dropped_stream.get_ref();
+                if all > 1.0 {
+                    return l.err(
+                        &key("dropped_stream"),
+                        format!(
+                            "rate_limit, server_error and dropped_stream add up to {all}, more than 1"
+                        ),
                     );
                 }
                 if let Some(ra) = &faults.retry_after_s {

@@ -181,6 +181,9 @@ struct World<'s> {
     checks: bool,
     /// The first invariant broken: the run stops there.
     violation: Option<Violation>,
+    /// The run reached a state whose handling loopsim does not simulate: it stops there and
+    /// fails with this reason.
+    unsupported: Option<String>,
     wrong_port: Option<WrongPort>,
     /// How often this run reached each coverage mark.
     coverage: Coverage,
@@ -241,6 +244,7 @@ impl<'s> World<'s> {
             checks: opts.invariants.enabled(),
             violation: None,
             wrong_port: opts.wrong_port,
+            unsupported: None,
             coverage: Coverage::default(),
             retired_ledgers: Vec::new(),
             guard_log: opts.guard_log.clone(),
@@ -459,6 +463,9 @@ impl<'s> World<'s> {
                 Ev::ChildTimeout(c) => self.child_timeout(c),
                 Ev::BatchDone(p, b) => self.deliver(p, b),
                 Ev::UserTurn(a) => self.start_turn(a, false),
+            }
+            if self.unsupported.is_some() {
+                return;
             }
             if self.checks {
                 self.check_after_event();

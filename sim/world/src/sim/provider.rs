@@ -3,7 +3,7 @@
 //! later, and a call that gives up fails its turn when the last error is back. And replies
 //! that call tools the runtime does not have.
 
-use loopsim_engine::retry::RetryStep;
+use loopsim_engine::retry::{ProviderFault, RetryStep};
 use loopsim_engine::turn::invalid_calls::{Truncated, UnknownTool};
 
 use super::*;
@@ -93,8 +93,8 @@ impl<'s> World<'s> {
                 self.trace.line(&e);
             }
             let wait = match f.then {
-                RetryStep::Wait { us } => us,
-                RetryStep::GiveUp => 0,
+                RetryStep::Wait { us } | RetryStep::Rebuild { us } => us,
+                RetryStep::Reconnect | RetryStep::GiveUp => 0,
             };
             let u = Usage {
                 provider_errors: 1,
@@ -102,9 +102,23 @@ impl<'s> World<'s> {
                 ..Usage::default()
             };
             self.account(a, &u);
+            if f.fault == ProviderFault::DroppedStream
+                && f.then != RetryStep::Reconnect
+                && let Some(why) = self.large_session(a)
+            {
+                // Hermes reads the attempt's transport error as a context overflow here and
+                // compresses instead of retrying: not simulated, so the run stops.
+                self.unsupported.get_or_insert(why);
+                return Err(Instant(t));
+            }
             match f.then {
                 RetryStep::Wait { us } => {
                     self.coverage.hit(Mark::ProviderRetry);
+                    t += us;
+                }
+                RetryStep::Reconnect => self.coverage.hit(Mark::StreamRetry),
+                RetryStep::Rebuild { us } => {
+                    self.coverage.hit(Mark::ClientRebuild);
                     t += us;
                 }
                 RetryStep::GiveUp => {
@@ -113,6 +127,38 @@ impl<'s> World<'s> {
                 }
             }
         }
+    }
+
+    /// Why Hermes 0.19.0 would call agent `a`'s session large at a dropped stream (its error
+    /// classifier: more than 60% of the context window, or, on windows of 256 k tokens or
+    /// less, more than 120 k tokens or 200 messages); `None` when it is not. The messages
+    /// are bounded from above: the system prompt, a user message per turn, and each reply
+    /// and tool result so far.
+    fn large_session(&self, a: AgentId) -> Option<String> {
+        let ag = &self.agents[a];
+        let tokens = ag.script.context();
+        let window = ag
+            .script
+            .model()
+            .context_window
+            .as_ref()
+            .map(|w| *w.get_ref());
+        let results: u64 = ag.tool_calls.iter().map(|(_, n)| n).sum();
+        let messages = 1 + u64::from(ag.turns) + ag.calls + results;
+        let small_window = window.is_none_or(|w| w <= 256_000);
+        let large = window.is_some_and(|w| tokens as f64 > w as f64 * 0.6)
+            || (small_window && (tokens > 120_000 || messages > 200));
+        large.then(|| {
+            format!(
+                "agent {}'s stream dropped at call {} with {tokens} context tokens and up to \
+                 {messages} messages: Hermes reads a dropped stream on a session that large as \
+                 a context overflow and compresses, which loopsim does not simulate; lower \
+                 models.{}.faults.dropped_stream to 0 for this scenario, or shorten it",
+                ag.name,
+                ag.calls + 1,
+                ag.spec.model.get_ref()
+            )
+        })
     }
 }
 

@@ -211,6 +211,9 @@ impl World<'_> {
         if let Some(v) = self.violation.take() {
             return Err(RunError::Invariant(Box::new(v)));
         }
+        if let Some(why) = self.unsupported.take() {
+            return Err(RunError::Unsupported(format!("{}: {why}", self.sc.path)));
+        }
         if let Some(e) = self.bridge.as_ref().and_then(|b| b.failure()) {
             return Err(RunError::Engine {
                 engine: "hermes-python".into(),
