@@ -4,38 +4,14 @@
 
 mod common;
 
-use common::{TempDir, hermes_live_python_or_skip, loopsim_in, output_text, root};
+use common::{
+    TempDir, hermes_live_python_or_skip, loopsim_in, of_kind, output_text, root, trace_events,
+};
 use serde_json::Value;
-
-/// Runs a scenario (from the repository root) and returns its trace's events.
-fn events(scenario: &str, extra: &[&str]) -> Vec<Value> {
-    // Tests run side by side in one process: each run gets a folder of its own.
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let t = TempDir::new(&format!("faults-{n}"));
-    let mut args = vec!["run", scenario, "--out", t.to_str().unwrap(), "-q"];
-    args.extend_from_slice(extra);
-    let o = loopsim_in(&root(), &args);
-    // Exit 1: an expectation of the scenario as written failed under another seed.
-    assert!(
-        matches!(o.status.code(), Some(0 | 1)),
-        "{}",
-        output_text(&o)
-    );
-    std::fs::read_to_string(t.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn of_kind<'a>(evs: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    evs.iter().filter(|e| e["kind"] == kind).collect()
-}
 
 #[test]
 fn a_provider_that_always_fails_gets_three_attempts_with_backoff_then_the_turn_fails() {
-    let evs = events("scenarios/live-provider-down.toml", &[]);
+    let evs = trace_events("scenarios/live-provider-down.toml", &[]);
     let errors = of_kind(&evs, "model_error");
     let details: Vec<&str> = errors
         .iter()
@@ -83,7 +59,7 @@ fn a_provider_that_always_fails_gets_three_attempts_with_backoff_then_the_turn_f
 
 #[test]
 fn retried_attempts_spend_no_iteration_and_rate_limits_wait_their_retry_after() {
-    let evs = events("scenarios/live-provider-errors.toml", &[]);
+    let evs = trace_events("scenarios/live-provider-errors.toml", &[]);
     let errors = of_kind(&evs, "model_error");
     let calls = of_kind(&evs, "model_call");
     assert!(errors.len() >= 3, "{} errors", errors.len());
@@ -109,9 +85,12 @@ fn retried_attempts_spend_no_iteration_and_rate_limits_wait_their_retry_after() 
         }
     }
     // The errors are the scenario's: the same seed draws them again, byte for byte.
-    assert_eq!(evs, events("scenarios/live-provider-errors.toml", &[]));
+    assert_eq!(
+        evs,
+        trace_events("scenarios/live-provider-errors.toml", &[])
+    );
     // Another seed meets other errors: seed 1 rate-limits one call three times in a row.
-    let other = events("scenarios/live-provider-errors.toml", &["--seed", "1"]);
+    let other = trace_events("scenarios/live-provider-errors.toml", &["--seed", "1"]);
     assert_eq!(
         of_kind(&other, "turn_end")[0]["detail"],
         "api_call_failed(rate_limit)"
@@ -283,11 +262,11 @@ fn explore_draws_fault_sites_per_seed_and_its_rerun_line_and_replay_reproduce_th
     let mut met = 0;
     for seed in 0..12u64 {
         let s = seed.to_string();
-        let with = events(
+        let with = trace_events(
             "scenarios/two-call-cycle.toml",
             &["--seed", &s, "--seeded-faults"],
         );
-        let without = events("scenarios/two-call-cycle.toml", &["--seed", &s]);
+        let without = trace_events("scenarios/two-call-cycle.toml", &["--seed", &s]);
         let errors = of_kind(&with, "model_error").len();
         assert!(of_kind(&without, "model_error").is_empty());
         if errors > 0 {
@@ -334,7 +313,7 @@ fn agent_api_max_retries_sets_the_attempts_as_hermes_reads_it() {
     let attempts = |yaml: &str| -> (usize, String) {
         let cfg = t.join("config.yaml");
         std::fs::write(&cfg, yaml).unwrap();
-        let evs = events(
+        let evs = trace_events(
             "scenarios/live-provider-down.toml",
             &["--config", cfg.to_str().unwrap()],
         );

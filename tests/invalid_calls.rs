@@ -5,38 +5,10 @@
 
 mod common;
 
-use common::{TempDir, hermes_live_python_or_skip, loopsim_in, output_text, root};
+use common::{
+    TempDir, hermes_live_python_or_skip, loopsim_in, of_kind, output_text, root, trace_events,
+};
 use serde_json::Value;
-
-/// Runs a scenario file and returns its trace's events.
-fn events(scenario: &std::path::Path, extra: &[&str]) -> Vec<Value> {
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let t = TempDir::new(&format!("invalid-calls-{n}"));
-    let mut args = vec![
-        "run",
-        scenario.to_str().unwrap(),
-        "--out",
-        t.to_str().unwrap(),
-        "-q",
-    ];
-    args.extend_from_slice(extra);
-    let o = loopsim_in(&root(), &args);
-    assert!(
-        matches!(o.status.code(), Some(0 | 1)),
-        "{}",
-        output_text(&o)
-    );
-    std::fs::read_to_string(t.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn of_kind<'a>(evs: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    evs.iter().filter(|e| e["kind"] == kind).collect()
-}
 
 fn scenario(name: &str) -> std::path::PathBuf {
     root().join("scenarios").join(format!("{name}.toml"))
@@ -44,7 +16,7 @@ fn scenario(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn three_replies_of_unknown_tools_in_a_row_end_the_turn_without_a_summary() {
-    let evs = events(&scenario("live-unknown-tool-strikes"), &[]);
+    let evs = trace_events(scenario("live-unknown-tool-strikes"), &[]);
     let calls = of_kind(&evs, "model_call");
     assert_eq!(calls.len(), 3);
     assert!(
@@ -65,7 +37,7 @@ fn three_replies_of_unknown_tools_in_a_row_end_the_turn_without_a_summary() {
 
 #[test]
 fn a_reply_of_real_tools_starts_the_count_over_and_every_step_still_runs() {
-    let evs = events(&scenario("live-unknown-tools"), &[]);
+    let evs = trace_events(scenario("live-unknown-tools"), &[]);
     let calls = of_kind(&evs, "model_call");
     let unknown: Vec<bool> = calls
         .iter()
@@ -100,7 +72,10 @@ fn a_zero_rate_keeps_every_draw_of_the_scenario_without_it() {
         let n = evs.len();
         evs.into_iter().take(n - 1).skip(1).collect::<Vec<_>>()
     };
-    let (a, b) = (body(events(&zero, &[])), body(events(&none, &[])));
+    let (a, b) = (
+        body(trace_events(&zero, &[])),
+        body(trace_events(&none, &[])),
+    );
     assert_eq!(a, b);
     assert!(of_kind(&a, "tool_error").is_empty());
 }
@@ -228,7 +203,7 @@ fn explore_s_seeded_sites_switch_unknown_tools_on_for_some_seeds() {
     let mut gave_up = false;
     for seed in 0..16u64 {
         let s = seed.to_string();
-        let evs = events(&flood, &["--seed", &s, "--seeded-faults"]);
+        let evs = trace_events(&flood, &["--seed", &s, "--seeded-faults"]);
         if !of_kind(&evs, "tool_error").is_empty() || gave_up_in(&evs) {
             met += 1;
         }
@@ -249,7 +224,7 @@ fn gave_up_in(evs: &[Value]) -> bool {
 
 #[test]
 fn five_malformed_replies_in_one_iteration_end_the_turn_billed_but_spending_one_iteration() {
-    let evs = events(&scenario("live-malformed-args-exhausted"), &[]);
+    let evs = trace_events(scenario("live-malformed-args-exhausted"), &[]);
     let calls = of_kind(&evs, "model_call");
     assert_eq!(calls.len(), 5);
     assert!(calls.iter().all(|c| c["detail"] == "malformed arguments"));
@@ -271,7 +246,7 @@ fn five_malformed_replies_in_one_iteration_end_the_turn_billed_but_spending_one_
 
 #[test]
 fn malformed_replies_spend_no_iteration_and_the_task_still_finishes() {
-    let evs = events(&scenario("live-malformed-args"), &["--seed", "25"]);
+    let evs = trace_events(scenario("live-malformed-args"), &["--seed", "25"]);
     let calls = of_kind(&evs, "model_call");
     let dropped = calls
         .iter()
@@ -303,7 +278,7 @@ fn with_server_errors(t: &TempDir) -> std::path::PathBuf {
 fn a_dropped_reply_does_not_give_the_provider_retries_back() {
     // Seed 7: a 500, a 500, a dropped reply, a 500: the call's third failed attempt ends it.
     let t = TempDir::new("invalid-calls-mixed");
-    let evs = events(&with_server_errors(&t), &["--seed", "7"]);
+    let evs = trace_events(with_server_errors(&t), &["--seed", "7"]);
     let seq: Vec<&str> = evs
         .iter()
         .filter_map(|e| match e["kind"].as_str()? {

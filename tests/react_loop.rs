@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{TempDir, loopsim_in, output_text, root};
+use common::{TempDir, loopsim_in, of_kind, output_text, root};
 use serde_json::Value;
 
 const PROFILE: &str = "react-loop-article";
@@ -50,10 +50,6 @@ fn run(t: &TempDir, scenario: &str, config: Option<&str>) -> (Vec<Value>, Value)
         .filter(|e| e["agent"] == "parent")
         .collect();
     (events, summary)
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["kind"] == kind).collect()
 }
 
 fn exits(events: &[Value]) -> Vec<String> {

@@ -116,6 +116,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-delegation.toml"),
     ),
     (
+        "live-dropped-streams",
+        include_str!("../../scenarios/live-dropped-streams.toml"),
+    ),
+    (
         "live-empty-exhausted",
         include_str!("../../scenarios/live-empty-exhausted.toml"),
     ),
@@ -150,6 +154,10 @@ pub const SUITE: &[(&str, &str)] = &[
     (
         "live-provider-errors",
         include_str!("../../scenarios/live-provider-errors.toml"),
+    ),
+    (
+        "live-provider-unreachable",
+        include_str!("../../scenarios/live-provider-unreachable.toml"),
     ),
     (
         "live-recorded-stop",

@@ -321,3 +321,35 @@ pub fn openai_agents_python_or_skip(what: &str) -> Option<PathBuf> {
 pub fn hermes_live_python_or_skip(what: &str) -> Option<PathBuf> {
     or_skip(what, hermes_live_python())
 }
+
+/// Runs a scenario (a path from the repository root) and returns its trace's events. Exit 1
+/// is allowed: an expectation of the scenario as written may fail under another seed.
+pub fn trace_events(scenario: impl AsRef<Path>, extra: &[&str]) -> Vec<serde_json::Value> {
+    // Tests run side by side in one process: each run gets a folder of its own.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = TempDir::new(&format!("trace-events-{n}"));
+    let scenario = scenario
+        .as_ref()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_string();
+    let mut args = vec!["run", &scenario, "--out", t.to_str().unwrap(), "-q"];
+    args.extend_from_slice(extra);
+    let o = loopsim_in(&root(), &args);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        output_text(&o)
+    );
+    std::fs::read_to_string(t.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The events of one kind.
+pub fn of_kind<'a>(evs: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    evs.iter().filter(|e| e["kind"] == kind).collect()
+}
