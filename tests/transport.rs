@@ -261,3 +261,109 @@ fn the_real_hermes_loop_retries_dropped_streams_as_the_simulation_does() {
         assert!(v["compared_events"]["live"].as_u64().unwrap() >= 15, "{v}");
     }
 }
+
+/// The rows of a sweep's `sweep.csv` with this setting: (seed, exit reason, duration).
+fn rows(csv: &str, setting: &str) -> Vec<(String, String, f64)> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (s, seed, exit, dur) = (
+        col("setting"),
+        col("seed"),
+        col("exit_reason"),
+        col("duration_min"),
+    );
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[s] == setting)
+        .map(|f| (f[seed].into(), f[exit].into(), f[dur].parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_sweep_sets_a_fault_rate_for_every_model_and_checks_its_values() {
+    let t = TempDir::new("transport-sweep");
+    let out = t.join("sweep");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/live-provider-errors.toml",
+            "--grid",
+            "faults.dropped_stream=0,0.6",
+            "--seeds",
+            "0..6",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let (base, zero, high) = (
+        rows(&csv, ""),
+        rows(&csv, "faults.dropped_stream=0.0"),
+        rows(&csv, "faults.dropped_stream=0.6"),
+    );
+    assert_eq!(base.len(), 6);
+    // A zero rate is the scenario as written. At 0.6 the scenario's 429s (0.3) and 500s
+    // (0.1) leave no attempt answered: every run's first call runs out of attempts.
+    assert_eq!(zero, base);
+    assert!(
+        base.iter().any(|r| r.1.starts_with("text_response")),
+        "{base:?}"
+    );
+    assert_eq!(high.len(), 6);
+    assert!(
+        high.iter().all(|r| r.1.starts_with("api_call_failed(")),
+        "{high:?}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("--grid faults.dropped_stream=0.0,0.6"),
+        "{summary}"
+    );
+    // Bad values are refused before any run, naming the flag.
+    for (grid, wanted) in [
+        ("faults.droped_stream=0.1", "faults.dropped_stream"),
+        ("faults.dropped_stream=0..1", "not a range"),
+        ("faults.server_error=1.5", "probability"),
+        ("faults.dropped_stream=0.7", "more than 1"),
+    ] {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "sweep",
+                "scenarios/live-provider-errors.toml",
+                "--grid",
+                grid,
+                "--seeds",
+                "0..1",
+                "--out",
+                t.join("bad").to_str().unwrap(),
+            ],
+        );
+        let text = output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{grid}: {text}");
+        assert!(text.contains(wanted), "{grid}: wanted {wanted:?} in {text}");
+    }
+    // A profile without Hermes's retries is refused too.
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/live-heeded-warning.toml",
+            "--grid",
+            "faults.dropped_stream=0,0.1",
+            "--profiles",
+            "openai-agents-0.24",
+            "--seeds",
+            "0..1",
+            "--out",
+            t.join("sdk").to_str().unwrap(),
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("under openai-agents-0.24"), "{text}");
+}

@@ -7,7 +7,7 @@
 use loopsim_engine::config::keys::{self, KeyKind, Scope};
 use loopsim_engine::profile::ProfileName;
 use loopsim_engine::yaml::{Node, Yaml};
-use loopsim_world::scenario::Scenario;
+use loopsim_world::scenario::{FAULT_RATES, Scenario};
 use serde::{Deserialize, Serialize};
 
 use super::SweepError;
@@ -92,6 +92,9 @@ impl Axis {
         if key.is_empty() || key.split('.').any(str::is_empty) {
             return Err(err("the key must be a dotted Hermes config key".into()));
         }
+        if let Some(rate) = key.strip_prefix("faults.") {
+            return Axis::parse_fault_rate(spec, rate, values);
+        }
         if let Some(p) = key_problem(key) {
             return Err(err(p));
         }
@@ -130,6 +133,56 @@ impl Axis {
         Ok(Axis {
             key: key.into(),
             values: canonical,
+        })
+    }
+
+    /// `faults.RATE=A,B,C`: a fault rate for every model of each scenario, each value a
+    /// probability.
+    fn parse_fault_rate(spec: &str, rate: &str, values: &str) -> Result<Axis, SweepError> {
+        let err = |m: String| grid_err(spec, m);
+        if !FAULT_RATES.contains(&rate) {
+            let near = keys::nearest(rate, FAULT_RATES.iter().copied())
+                .map(|n| format!(" (did you mean `faults.{n}`?)"))
+                .unwrap_or_default();
+            return Err(err(format!(
+                "`faults.{rate}` is not a fault rate{near}: one of {}",
+                FAULT_RATES.map(|r| format!("faults.{r}")).join(", ")
+            )));
+        }
+        if range::parse(values, true).is_some() {
+            return Err(err(format!(
+                "a fault rate is a probability, not a range: list the values, e.g. `faults.{rate}=0,0.05,0.2`"
+            )));
+        }
+        let mut canonical: Vec<String> = Vec::new();
+        for v in values.split(',').map(str::trim) {
+            let p = v
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or_else(|| err(format!("`{v}`: expected a probability from 0 to 1")))?;
+            let c = format!("{p:?}");
+            if canonical.contains(&c) {
+                return Err(err(format!("`{v}` is listed twice (as {c})")));
+            }
+            canonical.push(c);
+        }
+        Ok(Axis {
+            key: format!("faults.{rate}"),
+            values: canonical,
+        })
+    }
+
+    /// The fault rate this axis sets (`faults.KEY`), if it sets one rather than a config key.
+    pub fn fault_rate(&self) -> Option<&str> {
+        self.key.strip_prefix("faults.")
+    }
+
+    /// The scenario with this axis at value `v` (one [`Axis::parse`] wrote).
+    pub fn apply(&self, sc: &Scenario, v: &str) -> Result<Scenario, SweepError> {
+        Ok(match self.fault_rate() {
+            Some(rate) => sc.with_fault_rate(rate, v.parse().unwrap_or(f64::NAN))?,
+            None => sc.with_config(&self.key, self.value_node(v))?,
         })
     }
 
@@ -258,6 +311,10 @@ pub fn check_effect(
         }
     }
     for axis in axes {
+        if axis.fault_rate().is_some() {
+            check_fault_rate(axis, scenarios, profiles)?;
+            continue;
+        }
         let mut unchanged: Vec<String> = Vec::new();
         let mut reasons: Vec<String> = Vec::new();
         let mut runs = 0usize;
@@ -334,6 +391,35 @@ pub fn check_effect(
         }
     }
     Ok(report)
+}
+
+/// Every value of a fault-rate axis makes a scenario each profile the sweep runs can run: a
+/// rate a runtime has no proved handling for is refused here, not in the middle of the sweep.
+fn check_fault_rate(
+    axis: &Axis,
+    scenarios: &[Scenario],
+    profiles: &[ProfileName],
+) -> Result<(), SweepError> {
+    for sc in scenarios {
+        let own = [sc.profile];
+        let ps = if profiles.is_empty() {
+            &own[..]
+        } else {
+            profiles
+        };
+        for v in &axis.values {
+            let spec = format!("{}={v}", axis.key);
+            let s = axis
+                .apply(sc, v)
+                .map_err(|e| grid_err(&spec, e.to_string()))?;
+            for &profile in ps {
+                if let Some(why) = s.unsupported_under(profile) {
+                    return Err(grid_err(&spec, format!("under {profile}: {why}")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The likely reason a key leaves a run's decisions as they were.

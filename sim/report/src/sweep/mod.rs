@@ -354,7 +354,7 @@ fn run_chunk(
             let mut sc = scenarios[scenario].clone();
             for (k, v) in plan.setting(setting) {
                 let axis = spec.axes.iter().find(|a| a.key == *k).expect("a grid key");
-                sc = sc.with_config(k, axis.value_node(v))?;
+                sc = axis.apply(&sc, v)?;
             }
             Ok(((setting, scenario), sc))
         })

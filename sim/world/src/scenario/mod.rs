@@ -17,12 +17,14 @@ use toml::Spanned;
 
 mod config;
 mod expect;
+mod fault_rates;
 mod runtimes;
 mod spans;
 mod validate;
 
 pub use config::merge_nodes;
 pub use expect::{Expect, Figures, under_key};
+pub use fault_rates::FAULT_RATES;
 use spans::SpanTree;
 pub use validate::MAX_TASKS;
 
