@@ -1,8 +1,9 @@
 //! The loop-design article's ReAct loop (`react-loop-article`): it has no package to run
 //! live, so each of its rules is checked against the article's numbers on the scenarios that
 //! exercise it: the 12-iteration cap and its summary call, the total-token budget, the user's
-//! stop between rounds, 30 s tool timeouts, results cut to 2,000 characters, and the hint
-//! after 3 failures in a row of one tool. Each rule's setting changes the run as it should.
+//! stop between rounds, 30 s tool timeouts, results cut to 2,000 characters, the hint after 3
+//! failures in a row of one tool, and the format-error observation after replies it cannot
+//! parse. Each rule's setting changes the run as it should.
 
 mod common;
 
@@ -243,6 +244,96 @@ fn three_failures_in_a_row_of_one_tool_bring_a_hint_to_change_strategy() {
 }
 
 #[test]
+fn replies_it_cannot_parse_spend_iterations_and_repeated_ones_bring_a_format_error() {
+    let t = TempDir::new("react-format");
+    let format_errors = |ev: &[Value]| -> Vec<u64> {
+        of_kind(ev, "notice")
+            .iter()
+            .filter(|e| e["detail"] == "format_error_observation")
+            .map(|e| e["call"].as_u64().unwrap())
+            .collect()
+    };
+    // Every reply's arguments are broken: each is an iteration of its own (Hermes would
+    // send them again inside one), every second in a row brings the observation, and the
+    // cap ends the turn with its summary call.
+    let (ev, s) = run(&t, "live-malformed-args-exhausted", None);
+    let calls = of_kind(&ev, "model_call");
+    assert_eq!(calls.len(), 12);
+    assert!(calls.iter().all(|c| c["detail"] == "malformed arguments"));
+    let budget: Vec<u64> = calls
+        .iter()
+        .map(|c| c["budget_used"].as_u64().unwrap())
+        .collect();
+    assert_eq!(budget, (1..=12).collect::<Vec<_>>());
+    assert_eq!(format_errors(&ev), [2, 4, 6, 8, 10, 12]);
+    assert_eq!(of_kind(&ev, "summary_call").len(), 1);
+    assert!(of_kind(&ev, "tool_call").is_empty(), "nothing runs");
+    assert_eq!(exits(&ev), ["max_iterations_reached(12/12)"]);
+    assert_eq!(s["metrics"][0]["first_warning_call"], 2);
+    // A dropped reply leaves the context as it was; a kept one joins it with the
+    // observation (its 100 output tokens and 60 more).
+    let input: Vec<u64> = calls
+        .iter()
+        .map(|c| c["input_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(input[1], input[0], "asked again as it was");
+    assert_eq!(input[2], input[1] + 100 + 60);
+    assert_eq!(input[3], input[2]);
+    // The count is a setting; null sends no observation (only the cap bounds the loop).
+    let (ev, _) = run(
+        &t,
+        "live-malformed-args-exhausted",
+        Some("format_error_after: 3\n"),
+    );
+    assert_eq!(format_errors(&ev), [3, 6, 9, 12]);
+    let (ev, _) = run(
+        &t,
+        "live-malformed-args-exhausted",
+        Some("format_error_after: null\n"),
+    );
+    assert!(format_errors(&ev).is_empty());
+    assert_eq!(of_kind(&ev, "model_call").len(), 12);
+    let calls = of_kind(&ev, "model_call");
+    assert_eq!(calls[11]["input_tokens"], calls[0]["input_tokens"]);
+    // Sometimes broken: a reply the loop can act on ends a run of them. Seed 1 breaks
+    // calls 5, 7 and 8; only 7 and 8 are in a row, and the task ends within the cap.
+    let (ev, _) = run(&t, "live-malformed-args", None);
+    let broken: Vec<u64> = of_kind(&ev, "model_call")
+        .iter()
+        .filter(|c| c["detail"] == "malformed arguments")
+        .map(|c| c["call"].as_u64().unwrap())
+        .collect();
+    assert_eq!(broken, [5, 7, 8]);
+    assert_eq!(format_errors(&ev), [8]);
+    assert_eq!(exits(&ev), ["text_response(finish_reason=stop)"]);
+    // An unknown tool name is not among the article's rules: refused, with the reason.
+    let dir = t.join("unknown");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(root().join("scenarios/live-malformed-args.toml"))
+        .unwrap()
+        .replace("malformed_args = 0.3", "unknown_tool = 0.3");
+    let file = dir.join("u.toml");
+    std::fs::write(&file, text).unwrap();
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--profile",
+            PROFILE,
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    assert!(
+        output_text(&o).contains("models.main.faults.unknown_tool"),
+        "{}",
+        output_text(&o)
+    );
+}
+
+#[test]
 fn a_context_past_70_percent_of_the_window_is_trimmed_back_to_it() {
     let t = TempDir::new("react-trim");
     // incident-96247's context grows by its results toward a 130,000-token window; without the
@@ -315,6 +406,7 @@ fn the_report_names_every_limit_of_the_article_loop() {
         "max_observation_chars 2000",
         "failure_hint_after 3",
         "trim_context_at 0.7",
+        "format_error_after 2",
     ] {
         assert!(md.contains(want), "{want}: {md}");
     }

@@ -372,6 +372,7 @@ fn codes_lists_every_name_loopsim_accepts() {
             "tool_timeout_s",
             "max_observation_chars",
             "failure_hint_after",
+            "format_error_after",
             "trim_context_at"
         ]
     );

@@ -11,6 +11,7 @@ use crate::hash::ResultHashing;
 use crate::observation::ObservationRules;
 use crate::retry::ProviderRetry;
 use crate::stuck::StuckThresholds;
+use crate::turn::invalid_calls::InvalidCallRules;
 use crate::turn::{AtCap, GraceMode, LimitError, OnEmptyReply, TurnRules};
 
 /// The agent runtime whose governance a profile ports.
@@ -351,7 +352,8 @@ impl Profile {
             // a total-token budget and the user's stop checked between rounds; tools timed
             // out at 30 s, results cut to their first 2,000 characters, a hint to change
             // strategy after 3 failures of one tool (`observation`). A reply with no action
-            // to parse is a failed iteration. Its token budget has no figure in the article:
+            // to parse is a failed iteration, and the second such in a row brings a
+            // format-error observation (`invalid_calls`). Its token budget has no figure in the article:
             // 200,000 is loopsim's (`max_total_tokens`).
             ProfileName::ReactLoopArticle => {
                 let mut p = sdk(
@@ -363,6 +365,7 @@ impl Profile {
                 );
                 p.turn.grace = GraceMode::SummaryCall;
                 p.turn.token_budget = Some(REACT_LOOP_TOKEN_BUDGET);
+                p.turn.invalid_calls = Some(InvalidCallRules::REACT_LOOP);
                 p.observation = ObservationRules::REACT_LOOP_ARTICLE;
                 p
             }

@@ -41,6 +41,8 @@ pub enum Mark {
     Notice(NoticeKind),
     /// The runtime's strategy-switch hint after failures of one tool in a row.
     StrategyHint,
+    /// The runtime's format-error observation after replies it could not parse.
+    FormatError,
     /// A turn ended with this exit reason's form (an index into [`ExitReason::FORMS`]).
     Exit(usize),
     Refund(RefundSite),
@@ -84,8 +86,9 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 19] = [
+const SINGLES: [Mark; 20] = [
     Mark::StrategyHint,
+    Mark::FormatError,
     Mark::ChildTimeout,
     Mark::UserStop,
     Mark::SummaryCall,
@@ -194,6 +197,7 @@ impl Mark {
                 }
             ),
             Mark::StrategyHint => "strategy_hint".into(),
+            Mark::FormatError => "format_error".into(),
             Mark::ChildTimeout => "child_timeout".into(),
             Mark::UserStop => "user_stop".into(),
             Mark::SummaryCall => "summary_call".into(),

@@ -8,6 +8,7 @@ use loopsim_engine::delegation::ChildBudget;
 use loopsim_engine::hash::ResultHashing;
 use loopsim_engine::profile::{Profile, Runtime};
 use loopsim_engine::turn::AtCap;
+use loopsim_engine::turn::invalid_calls::MalformedArgs;
 use serde::Serialize;
 
 fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
@@ -92,6 +93,16 @@ fn other_limits(c: &EngineConfig) -> Vec<String> {
             Some(f) => format!("trim_context_at {f} (of the window; the oldest results dropped)"),
             None => "trim_context_at none".into(),
         });
+        if let Some(MalformedArgs::FailedIteration { format_error_after }) =
+            c.turn.invalid_calls.map(|r| r.malformed_args)
+        {
+            out.push(match format_error_after {
+                Some(n) => format!(
+                    "format_error_after {n} (replies it cannot parse in a row, then a format-error observation)"
+                ),
+                None => "format_error_after none".into(),
+            });
+        }
     }
     if let Some(n) = c.turn.planning_interval {
         out.push(format!(

@@ -250,6 +250,17 @@ impl EngineConfig {
                 b.extend_from_slice(&n.to_le_bytes());
             }
         }
+        if self.turn.invalid_calls != Profile::get(self.profile).turn.invalid_calls {
+            // Only a changed format-error rule is hashed, so the article loop's default runs
+            // keep the fingerprints they had before it was read.
+            b.extend_from_slice(b"format_error_after");
+            if let Some(crate::turn::invalid_calls::MalformedArgs::FailedIteration {
+                format_error_after,
+            }) = self.turn.invalid_calls.map(|r| r.malformed_args)
+            {
+                b.extend_from_slice(&format_error_after.map_or(u64::MAX, u64::from).to_le_bytes());
+            }
+        }
         if let Some(n) = self.turn.planning_interval {
             b.extend_from_slice(b"plan");
             b.extend_from_slice(&n.to_le_bytes());

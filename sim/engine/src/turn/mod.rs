@@ -169,6 +169,8 @@ pub struct TurnGovernor {
     unknown_tool_strikes: u32,
     /// Replies with broken arguments sent again since tools last ran ([`invalid_calls`]).
     truncated_retries: u32,
+    /// Replies in a row a ReAct loop could not parse ([`invalid_calls::ParseFailure`]).
+    parse_failures: u32,
     /// Input and output tokens of this turn's model calls ([`TurnRules::token_budget`]).
     tokens_used: u64,
     /// Graph steps run this turn ([`TurnRules::graph`]).
@@ -250,6 +252,7 @@ impl TurnGovernor {
             last_reply_empty: false,
             unknown_tool_strikes: 0,
             truncated_retries: 0,
+            parse_failures: 0,
             tokens_used: 0,
             steps: 0,
             tools_step: true,
@@ -455,6 +458,8 @@ impl TurnGovernor {
     /// of the conversation.
     pub fn empty_reply(&mut self, tool_result_recent: bool) -> EmptyReply {
         self.last_reply_empty = true;
+        // Nothing to parse: a run of parse failures ends here too.
+        self.parse_failures = 0;
         if self.rules.on_empty_reply == OnEmptyReply::ErrorStep {
             return EmptyReply::Retry;
         }
@@ -491,6 +496,7 @@ impl TurnGovernor {
         self.last_reply_empty = false;
         self.unknown_tool_strikes = 0;
         self.truncated_retries = 0;
+        self.parse_failures = 0;
         if let Some(g) = self.rules.graph {
             self.steps += g.after_model + u64::from(self.tools_step);
             self.tools_step = true;

@@ -56,20 +56,23 @@ impl Scenario {
             ));
         }
         type Rate = fn(&ModelFaults) -> f64;
-        let reply_faults: [(&str, Rate, &str); 2] = [
+        let rules = p.turn.invalid_calls;
+        let reply_faults: [(&str, Rate, &str, bool); 2] = [
             (
                 "unknown_tool",
                 |f| *f.unknown_tool.get_ref(),
                 "calls tools that do not exist (Hermes's error results and three strikes)",
+                rules.is_some_and(|r| r.unknown_tool_strikes.is_some()),
             ),
             (
                 "malformed_args",
                 |f| *f.malformed_args.get_ref(),
                 "sends arguments that are not JSON (Hermes's truncated-reply retries)",
+                rules.is_some(),
             ),
         ];
-        for (key, rate, what) in reply_faults {
-            if p.turn.invalid_calls.is_none()
+        for (key, rate, what, proved) in reply_faults {
+            if !proved
                 && let Some((name, _)) = f
                     .models
                     .iter()

@@ -53,6 +53,8 @@ pub use tools::{ApprovalCall, ToolRun, render_result};
 pub const REFUSED_RESULT_TOKENS: u64 = 60;
 /// Context tokens a runtime's strategy-switch hint adds to the result it joins.
 pub const STRATEGY_HINT_TOKENS: u64 = 30;
+/// Context tokens a runtime's format-error observation adds (the expected format, in short).
+pub const FORMAT_ERROR_TOKENS: u64 = 60;
 
 /// Context tokens each child's report adds to its parent's context.
 pub const CHILD_REPORT_TOKENS: u64 = 300;
@@ -188,6 +190,9 @@ pub struct ScriptedAgent<'s> {
     /// carries arguments that are not JSON.
     unknown_tool: f64,
     malformed_args: f64,
+    /// The output tokens of the last reply with arguments that are not JSON (out of the
+    /// context unless the runtime keeps it: [`ScriptedAgent::format_error`]).
+    dropped_output: u64,
     /// Hermes's compression settings (`compresses` says whether it runs at all).
     compression: Compression,
 }
@@ -218,6 +223,7 @@ impl<'s> ScriptedAgent<'s> {
             compresses: true,
             unknown_tool: fault(file, spec, |f| *f.unknown_tool.get_ref()),
             malformed_args: fault(file, spec, |f| *f.malformed_args.get_ref()),
+            dropped_output: 0,
             compression: Compression::default(),
         }
     }
@@ -473,7 +479,9 @@ impl<'s> ScriptedAgent<'s> {
                 };
                 Reply::UnknownTool { calls }
             } else {
-                // The runtime drops the reply and sends the same request again.
+                // The runtime drops the reply and sends the same request again (or keeps
+                // it, with a format-error observation).
+                self.dropped_output = output;
                 Reply::MalformedArgs { tool }
             };
             return ModelCall {
@@ -607,6 +615,12 @@ impl<'s> ScriptedAgent<'s> {
     /// The runtime's hint to change strategy joins the last result.
     pub fn strategy_hint(&mut self) {
         self.context += STRATEGY_HINT_TOKENS;
+    }
+
+    /// The runtime kept the last reply it could not parse and told the model the format it
+    /// expects: both join the context.
+    pub fn format_error(&mut self) {
+        self.context += std::mem::take(&mut self.dropped_output) + FORMAT_ERROR_TOKENS;
     }
 
     /// A `delegate_task` call for `tasks` children running `child_spec`: its arguments and

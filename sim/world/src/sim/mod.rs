@@ -339,12 +339,15 @@ impl<'s> World<'s> {
                 let mut s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
                     .with_observation_rules(cfg.observation);
                 // A seeded site, where the model has no faults of its own and the runtime's
-                // handling is proved.
+                // handling of both reply faults is proved.
                 if let Some((_, f)) = self
                     .seeded_faults
                     .iter()
                     .find(|(m, _)| m == spec.model.get_ref())
-                    && cfg.turn.invalid_calls.is_some()
+                    && cfg
+                        .turn
+                        .invalid_calls
+                        .is_some_and(|r| r.unknown_tool_strikes.is_some())
                 {
                     s = s.with_reply_faults(f);
                 }

@@ -4,7 +4,7 @@
 //! that call tools the runtime does not have.
 
 use loopsim_engine::retry::{ProviderFault, RetryStep};
-use loopsim_engine::turn::invalid_calls::{Truncated, UnknownTool};
+use loopsim_engine::turn::invalid_calls::{MalformedArgs, ParseFailure, Truncated, UnknownTool};
 
 use super::*;
 use crate::faults::{FaultStream, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR};
@@ -30,7 +30,13 @@ impl<'s> World<'s> {
                 }
             };
             let call = self.agents[a].script.reply(tools);
-            if !matches!(call.reply, Reply::MalformedArgs { .. }) {
+            // A loop that parses the reply itself takes a broken one as its iteration's reply.
+            let dropped = matches!(call.reply, Reply::MalformedArgs { .. })
+                && matches!(
+                    self.agents[a].gov.malformed_args_rule(),
+                    None | Some(MalformedArgs::SendAgain { .. })
+                );
+            if !dropped {
                 if let Some(f) = &mut self.agents[a].faults {
                     f.call_answered();
                 }
@@ -185,4 +191,33 @@ impl<'s> World<'s> {
         self.agents[a].since_tool = Some(0);
         self.sched.at(self.sched.now(), Ev::Wake(a));
     }
+
+    /// A loop that parses the model's action could not parse this reply's arguments: the
+    /// iteration is spent and the loop asks again, after a run of them with an observation
+    /// telling the model the format it expects.
+    pub(super) fn parse_failure(&mut self, a: AgentId) {
+        self.coverage.hit(Mark::MalformedArgs);
+        let ag = &mut self.agents[a];
+        if ag.gov.parse_failure() == ParseFailure::FormatError {
+            ag.script.format_error();
+            ag.notices += 1;
+            if ag.first_warning.is_none() {
+                ag.first_warning = Some((ag.calls, self.sched.now().0));
+            }
+            if let Some(s) = &mut ag.series {
+                s.warnings_us.push(self.sched.now().0);
+            }
+            self.coverage.hit(Mark::FormatError);
+            if self.trace.enabled() {
+                let mut e = self.event(a, "notice");
+                e.call = Some(self.agents[a].calls);
+                e.detail = Some(FORMAT_ERROR.into());
+                self.trace.line(&e);
+            }
+        }
+        self.sched.at(self.sched.now(), Ev::Wake(a));
+    }
 }
+
+/// The notice a runtime's format-error observation is traced as.
+pub const FORMAT_ERROR: &str = "format_error_observation";

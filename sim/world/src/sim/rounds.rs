@@ -1,6 +1,8 @@
 //! A model reply's round: the calls it makes, one after another, each through the
 //! guardrails before and after it runs, until the round ends.
 
+use loopsim_engine::turn::invalid_calls::MalformedArgs;
+
 use super::*;
 
 impl<'s> World<'s> {
@@ -54,8 +56,12 @@ impl<'s> World<'s> {
                 }
             }
             Reply::UnknownTool { calls } => self.unknown_tool_reply(a, calls),
-            // Only the reply that used up the retries is waited for: the turn ends with it.
-            Reply::MalformedArgs { .. } => self.end_turn(a),
+            Reply::MalformedArgs { .. } => match self.agents[a].gov.malformed_args_rule() {
+                Some(MalformedArgs::FailedIteration { .. }) => self.parse_failure(a),
+                // Only the reply that used up the retries is waited for: the turn ends
+                // with it.
+                _ => self.end_turn(a),
+            },
             Reply::ContextTooSmall => unreachable!("handled before the call"),
             Reply::Calls(_) | Reply::Delegate { .. } => {
                 let ag = &mut self.agents[a];

@@ -7,6 +7,7 @@ mod limits;
 use super::keys::{KeyKind, KeySpec, ReadBy, nearest};
 use super::{ConfigError, ConfigNote, EngineConfig};
 use crate::profile::{ProfileName, Runtime};
+use crate::turn::invalid_calls::MalformedArgs;
 use crate::yaml::{Node, Yaml};
 
 const fn key(path: &'static str, kind: KeyKind) -> KeySpec {
@@ -73,6 +74,7 @@ const REACT_LOOP: &[KeySpec] = &[
     key("tool_timeout_s", KeyKind::Seconds),
     key("max_observation_chars", KeyKind::Int { min: 1 }),
     key("failure_hint_after", KeyKind::Int { min: 1 }),
+    key("format_error_after", KeyKind::Int { min: 1 }),
     key("trim_context_at", KeyKind::Fraction),
 ];
 
@@ -254,6 +256,16 @@ impl EngineConfig {
             "an integer of at least 1 (failures in a row), or null for no hint",
         )? {
             self.observation.failure_hint_after = v.map(|c| u32::try_from(c).unwrap_or(u32::MAX));
+        }
+        if let Some(v) = int(
+            "format_error_after",
+            1,
+            "an integer of at least 1 (parse failures in a row), or null for no format-error observation",
+        )? {
+            let format_error_after = v.map(|c| u32::try_from(c).unwrap_or(u32::MAX));
+            if let Some(r) = &mut self.turn.invalid_calls {
+                r.malformed_args = MalformedArgs::FailedIteration { format_error_after };
+            }
         }
         if let Some(n) = root.get("trim_context_at") {
             self.observation.trim_context_at = match n.value {
@@ -543,11 +555,40 @@ mod tests {
         assert_eq!(c.observation.max_chars, Some(100));
         assert_eq!(c.observation.failure_hint_after, Some(2));
         assert_ne!(c.fingerprint(), d.fingerprint());
+        let format_error = |c: &EngineConfig| c.turn.invalid_calls.unwrap().malformed_args;
+        assert_eq!(
+            format_error(&d),
+            MalformedArgs::FailedIteration {
+                format_error_after: Some(2)
+            }
+        );
+        let f = read("format_error_after: 3\n").unwrap();
+        assert_eq!(
+            format_error(&f),
+            MalformedArgs::FailedIteration {
+                format_error_after: Some(3)
+            }
+        );
+        assert_ne!(f.fingerprint(), d.fingerprint());
+        let off = read("format_error_after: null\n").unwrap();
+        assert_eq!(
+            format_error(&off),
+            MalformedArgs::FailedIteration {
+                format_error_after: None
+            }
+        );
+        assert_ne!(off.fingerprint(), d.fingerprint());
+        // The default spelled out is the default: the same fingerprint.
+        assert_eq!(
+            read("format_error_after: 2\n").unwrap().fingerprint(),
+            d.fingerprint()
+        );
         for (text, key) in [
             ("max_iterations: null\n", "max_iterations"),
             ("max_total_tokens: 0\n", "max_total_tokens"),
             ("tool_timeout_s: -1\n", "tool_timeout_s"),
             ("failure_hint_after: three\n", "failure_hint_after"),
+            ("format_error_after: 0\n", "format_error_after"),
             ("trim_context_at: 1.5\n", "trim_context_at"),
         ] {
             let e = read(text).unwrap_err().to_string();
