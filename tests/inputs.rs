@@ -116,7 +116,7 @@ fn the_installed_binary_works_outside_the_repository() {
     let o = loopsim_in(&dir, &["check"]);
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     assert!(
-        stdout(&o).contains("105 passed, 0 failed"),
+        stdout(&o).contains("106 passed, 0 failed"),
         "{}",
         stdout(&o)
     );

@@ -57,6 +57,90 @@ fn a_reply_of_real_tools_starts_the_count_over_and_every_step_still_runs() {
 }
 
 #[test]
+fn a_mixed_batch_runs_its_real_calls_errors_the_unknown_one_and_starts_the_strikes_over() {
+    let evs = trace_events(scenario("live-unknown-tool-in-batch"), &[]);
+    let calls = of_kind(&evs, "model_call");
+    let kinds: String = calls
+        .iter()
+        .map(|c| match c["detail"].as_str() {
+            Some("unknown tool") => 'U',
+            Some("unknown tool in batch") => 'M',
+            _ => 'o',
+        })
+        .collect();
+    // Seed 38: two strikes (calls 5 and 6), a mixed batch (7), then another reply of only
+    // unknown tools (8). Were the mixed batch a strike, or no reset, call 8 would be the
+    // third and end the turn.
+    assert_eq!(&kinds[4..8], "UUMU", "{kinds}");
+    assert!(!kinds.contains("UUU"), "{kinds}");
+    let end = of_kind(&evs, "turn_end")[0];
+    assert_eq!(end["detail"], "text_response(finish_reason=stop)");
+    // Every step of the script ran (2 + 8 calls), the mixed batches' real calls among them.
+    assert_eq!(of_kind(&evs, "tool_call").len(), 10);
+    // One error result per mixed batch, traced after its round's real calls and before the
+    // next model call, where the runtime's next request carries it.
+    for (i, c) in calls.iter().enumerate() {
+        if c["detail"] != "unknown tool in batch" {
+            continue;
+        }
+        let n = c["call"].as_u64().unwrap();
+        let at = evs.iter().position(|e| std::ptr::eq(e, *c)).unwrap();
+        let next = calls
+            .get(i + 1)
+            .map(|x| evs.iter().position(|e| std::ptr::eq(e, *x)).unwrap());
+        let between = &evs[at + 1..next.unwrap_or(evs.len())];
+        let ran = between.iter().filter(|e| e["kind"] == "tool_call").count();
+        let errors: Vec<&Value> = between
+            .iter()
+            .filter(|e| e["kind"] == "tool_error")
+            .collect();
+        assert!(ran >= 1, "call {n}: the step's real calls run");
+        assert_eq!(errors.len(), 1, "call {n}");
+        assert_eq!(errors[0]["call"].as_u64(), Some(n));
+        assert_eq!(errors[0]["tool"], "hallucinated_call");
+        let last_run = between
+            .iter()
+            .rposition(|e| e["kind"] == "tool_call")
+            .unwrap();
+        let err_at = between
+            .iter()
+            .position(|e| e["kind"] == "tool_error")
+            .unwrap();
+        assert!(err_at > last_run, "call {n}");
+    }
+    assert!(kinds.matches('M').count() >= 3, "{kinds}");
+}
+
+#[test]
+fn the_real_hermes_loop_runs_mixed_batches_as_the_simulation_does() {
+    let Some(py) = hermes_live_python_or_skip("mixed batches live") else {
+        return;
+    };
+    let runtime = format!("hermes={}", py.display());
+    // Seed 38 is the live suite's; seed 2 gives up on three unknown replies after mixed
+    // batches; seed 20 strikes twice right before a mixed batch.
+    for seed in ["2", "20"] {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "diff",
+                "scenarios/live-unknown-tool-in-batch.toml",
+                "--live",
+                &runtime,
+                "--seed",
+                seed,
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["identical"], true, "seed {seed}: {v}");
+        assert!(v["compared_events"]["live"].as_u64().unwrap() >= 25, "{v}");
+    }
+}
+
+#[test]
 fn a_zero_rate_keeps_every_draw_of_the_scenario_without_it() {
     let t = TempDir::new("unknown-tools-zero");
     let text = std::fs::read_to_string(scenario("live-unknown-tools")).unwrap();
@@ -135,6 +219,43 @@ fn the_key_is_checked_and_other_runtimes_refuse_the_fault() {
             "pydantic-ai-2.68",
             "",
             vec!["sends arguments that are not JSON", "cannot express"],
+        ),
+        (
+            "faults = { unknown_tool_in_batch = 1.5 }",
+            "hermes-0.19.0",
+            "",
+            vec!["models.main.faults.unknown_tool_in_batch", "probability"],
+        ),
+        (
+            "faults = { unknown_tool = 0.5, unknown_tool_in_batch = 0.6 }",
+            "hermes-0.19.0",
+            "",
+            vec![
+                "unknown_tool, malformed_args and unknown_tool_in_batch add up to 1.1",
+                "more than 1",
+            ],
+        ),
+        (
+            "faults = { unknown_tool_in_batch = 0.5 }",
+            "hermes-0.19.0",
+            "[tools.Hallucinated-Call]\nlatency_s = 0.1\n",
+            vec!["too close to tool `Hallucinated-Call`"],
+        ),
+        (
+            "faults = { unknown_tool_in_batch = 0.5 }",
+            "langgraph-1.2",
+            "",
+            vec![
+                "models.main.faults.unknown_tool_in_batch",
+                "beside real ones",
+                "cannot express",
+            ],
+        ),
+        (
+            "faults = { unknown_tool_in_batch = 0.5 }",
+            "react-loop-article",
+            "",
+            vec!["beside real ones", "cannot express"],
         ),
     ];
     for (faults, profile, extra_tool, wants) in cases {

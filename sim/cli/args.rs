@@ -122,7 +122,7 @@ pub enum Command {
         /// A swept Hermes config key: KEY=START..END[:STEP] (END excluded),
         /// KEY=START..=END[:STEP] (END included) or KEY=A,B,C; or a fault rate for every
         /// model, faults.RATE=A,B,C (rate_limit, server_error, dropped_stream, unknown_tool,
-        /// malformed_args). Repeat for more keys.
+        /// malformed_args, unknown_tool_in_batch). Repeat for more keys.
         #[arg(long = "grid")]
         grid: Vec<String>,
         /// Seeds: START..END (END excluded), START..=END, or one seed.

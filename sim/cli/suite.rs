@@ -172,6 +172,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/live-tool-timeouts.toml"),
     ),
     (
+        "live-unknown-tool-in-batch",
+        include_str!("../../scenarios/live-unknown-tool-in-batch.toml"),
+    ),
+    (
         "live-unknown-tool-strikes",
         include_str!("../../scenarios/live-unknown-tool-strikes.toml"),
     ),

@@ -72,6 +72,8 @@ pub enum Mark {
     ClientRebuild,
     /// A reply called only tools that do not exist.
     UnknownTool,
+    /// A reply called a tool that does not exist besides tools that do.
+    UnknownToolInBatch,
     /// A reply carried arguments that are not JSON.
     MalformedArgs,
 }
@@ -86,7 +88,7 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 20] = [
+const SINGLES: [Mark; 21] = [
     Mark::StrategyHint,
     Mark::FormatError,
     Mark::ChildTimeout,
@@ -106,6 +108,7 @@ const SINGLES: [Mark; 20] = [
     Mark::StreamRetry,
     Mark::ClientRebuild,
     Mark::UnknownTool,
+    Mark::UnknownToolInBatch,
     Mark::MalformedArgs,
 ];
 
@@ -213,6 +216,7 @@ impl Mark {
             Mark::StreamRetry => "fault.stream_retry".into(),
             Mark::ClientRebuild => "fault.client_rebuild".into(),
             Mark::UnknownTool => "fault.unknown_tool".into(),
+            Mark::UnknownToolInBatch => "fault.unknown_tool_in_batch".into(),
             Mark::MalformedArgs => "fault.malformed_args".into(),
         }
     }

@@ -57,7 +57,8 @@ pub fn close_to_unknown_tool(tool: &str) -> bool {
 /// `faults/NAME` turns the site on half the time, with a rate-limit probability of 0.02, 0.1
 /// or 0.3 (a `Retry-After` of 1 s half the time), a server-error probability of 0, 0.02
 /// or 0.1, an unknown-tool probability of 0, 0.05 or 0.2 (0 where a tool of the scenario
-/// is close to the made-up name) and a malformed-arguments probability of 0, 0.05 or 0.2.
+/// is close to the made-up name) and a malformed-arguments probability of 0, 0.05 or 0.2,
+/// then a mixed-batch probability of 0, 0.05 or 0.2 (0 where the unknown-tool one is).
 pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
     use toml::Spanned;
     let at = |x: f64| Spanned::new(0..0, x);
@@ -79,6 +80,11 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
             unknown_tool = 0.0;
         }
         let malformed_args = [0.0, 0.05, 0.2][rng.random_range(0..3)];
+        let mut unknown_tool_in_batch = [0.0, 0.05, 0.2][rng.random_range(0..3)];
+        if unknown_tool == 0.0 {
+            // A tool of the scenario is close to the made-up name (or the draw was 0).
+            unknown_tool_in_batch = 0.0;
+        }
         sites.push((
             name.clone(),
             ModelFaults {
@@ -88,6 +94,7 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
                 latency_s: None,
                 unknown_tool: at(unknown_tool),
                 malformed_args: at(malformed_args),
+                unknown_tool_in_batch: at(unknown_tool_in_batch),
                 dropped_stream: at(0.0),
             },
         ));
@@ -214,6 +221,7 @@ mod tests {
             latency_s: None,
             unknown_tool: Spanned::new(0..0, 0.0),
             malformed_args: Spanned::new(0..0, 0.0),
+            unknown_tool_in_batch: Spanned::new(0..0, 0.0),
             dropped_stream: Spanned::new(0..0, 0.0),
         }
     }

@@ -594,7 +594,7 @@ impl LiveWorld {
         e.cache_write_tokens = (call.cache_write_tokens > 0).then_some(call.cache_write_tokens);
         e.output_tokens = Some(call.output_tokens);
         e.latency_us = Some(call.latency.0);
-        e.detail = call.reply.detail().map(str::to_string);
+        e.detail = call.detail().map(str::to_string);
         self.events.push(e);
         self.agents[a].clock_us += call.latency.0;
         let mut tool_calls = Vec::new();
@@ -680,6 +680,17 @@ impl LiveWorld {
             }
         }
         self.agents[a].round = tool_calls.iter().map(|c| c.id.clone()).collect();
+        if call.unknown_in_batch {
+            // A mixed batch: one call of a tool that does not exist after the real ones. It
+            // is in no round: the runtime answers it with an error result of its own.
+            let id = self.call_id(a, n, tool_calls.len());
+            tool_calls.push(ToolCall {
+                id: id.clone(),
+                name: UNKNOWN_TOOL.into(),
+                arguments: "{}".into(),
+            });
+            self.agents[a].unknown_round.push(id);
+        }
         if self.runtime == Runtime::Smolagents && matches!(call.reply, Reply::Answer) {
             // smolagents' model answers through its own tool, which the runtime runs itself.
             let answer = serde_json::json!({ "answer": std::mem::take(&mut content) });

@@ -4,15 +4,16 @@
 
 use toml::Spanned;
 
-use super::{ModelFaults, Scenario, ScenarioError};
+use super::{ModelFaults, REPLY_FAULTS, Scenario, ScenarioError};
 
 /// The fault rates a sweep can set, as the scenario's `faults` table names them.
-pub const FAULT_RATES: [&str; 5] = [
+pub const FAULT_RATES: [&str; 6] = [
     "rate_limit",
     "server_error",
     "dropped_stream",
     "unknown_tool",
     "malformed_args",
+    "unknown_tool_in_batch",
 ];
 
 fn rate_of<'a>(f: &'a mut ModelFaults, key: &str) -> Option<&'a mut Spanned<f64>> {
@@ -22,6 +23,7 @@ fn rate_of<'a>(f: &'a mut ModelFaults, key: &str) -> Option<&'a mut Spanned<f64>
         "dropped_stream" => &mut f.dropped_stream,
         "unknown_tool" => &mut f.unknown_tool,
         "malformed_args" => &mut f.malformed_args,
+        "unknown_tool_in_batch" => &mut f.unknown_tool_in_batch,
         _ => return None,
     })
 }
@@ -62,15 +64,15 @@ impl Scenario {
                     ),
                 ));
             }
-            let reply = f.unknown_tool.get_ref() + f.malformed_args.get_ref();
+            let reply = f.reply_faults();
             if reply > 1.0 {
                 return Err(bad(
                     name,
                     key,
-                    format!("unknown_tool and malformed_args add up to {reply}, more than 1"),
+                    format!("{REPLY_FAULTS} add up to {reply}, more than 1"),
                 ));
             }
-            if *f.unknown_tool.get_ref() > 0.0
+            if f.calls_unknown_tools()
                 && let Some(t) = s
                     .file
                     .tools
@@ -79,7 +81,7 @@ impl Scenario {
             {
                 return Err(bad(
                     name,
-                    "unknown_tool",
+                    key,
                     format!(
                         "the made-up tool `{}` is too close to tool `{t}` for Hermes's repair to leave it unknown",
                         crate::faults::UNKNOWN_TOOL
@@ -104,6 +106,7 @@ impl ModelFaults {
             latency_s: None,
             unknown_tool: zero(),
             malformed_args: zero(),
+            unknown_tool_in_batch: zero(),
         }
     }
 }

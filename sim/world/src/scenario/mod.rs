@@ -222,6 +222,28 @@ pub struct ModelFaults {
     /// ([`crate::faults::MALFORMED_ARGS`]), drawn per reply.
     #[serde(default = "zero")]
     pub malformed_args: Spanned<f64>,
+    /// A reply with tool calls also calls a tool that does not exist, after its own calls
+    /// (a mixed batch: Hermes runs the real ones), drawn per reply.
+    #[serde(default = "zero")]
+    pub unknown_tool_in_batch: Spanned<f64>,
+}
+
+/// The reply faults, as an error about their sum names them.
+pub const REPLY_FAULTS: &str = "unknown_tool, malformed_args and unknown_tool_in_batch";
+
+impl ModelFaults {
+    /// The chance that a reply with tool calls is not the script's as written: the three
+    /// reply faults share one draw per reply, so this may not pass 1.
+    pub fn reply_faults(&self) -> f64 {
+        self.unknown_tool.get_ref()
+            + self.malformed_args.get_ref()
+            + self.unknown_tool_in_batch.get_ref()
+    }
+
+    /// Whether some reply may call [`crate::faults::UNKNOWN_TOOL`].
+    pub fn calls_unknown_tools(&self) -> bool {
+        *self.unknown_tool.get_ref() > 0.0 || *self.unknown_tool_in_batch.get_ref() > 0.0
+    }
 }
 
 /// A fake tool.

@@ -57,11 +57,17 @@ impl Scenario {
         }
         type Rate = fn(&ModelFaults) -> f64;
         let rules = p.turn.invalid_calls;
-        let reply_faults: [(&str, Rate, &str, bool); 2] = [
+        let reply_faults: [(&str, Rate, &str, bool); 3] = [
             (
                 "unknown_tool",
                 |f| *f.unknown_tool.get_ref(),
                 "calls tools that do not exist (Hermes's error results and three strikes)",
+                rules.is_some_and(|r| r.unknown_tool_strikes.is_some()),
+            ),
+            (
+                "unknown_tool_in_batch",
+                |f| *f.unknown_tool_in_batch.get_ref(),
+                "calls a tool that does not exist beside real ones (Hermes's mixed-batch errors)",
                 rules.is_some_and(|r| r.unknown_tool_strikes.is_some()),
             ),
             (

@@ -6,7 +6,7 @@ use loopsim_engine::profile::ProfileName;
 use loopsim_engine::turn::ExitReason;
 use toml::Spanned;
 
-use super::{CallSpec, Dist, Expect, Lines, Scenario, ScenarioError, Step};
+use super::{CallSpec, Dist, Expect, Lines, REPLY_FAULTS, Scenario, ScenarioError, Step};
 
 /// The most children one `delegate` step may ask for.
 pub const MAX_TASKS: u32 = 10_000;
@@ -75,14 +75,15 @@ impl Scenario {
                 }
                 prob(&faults.unknown_tool, &key("unknown_tool"))?;
                 prob(&faults.malformed_args, &key("malformed_args"))?;
-                let both = faults.unknown_tool.get_ref() + faults.malformed_args.get_ref();
-                if both > 1.0 {
+                prob(&faults.unknown_tool_in_batch, &key("unknown_tool_in_batch"))?;
+                let all = faults.reply_faults();
+                if all > 1.0 {
                     return l.err(
                         &key("malformed_args"),
-                        format!("unknown_tool and malformed_args add up to {both}, more than 1"),
+                        format!("{REPLY_FAULTS} add up to {all}, more than 1"),
                     );
                 }
-                if *faults.unknown_tool.get_ref() > 0.0
+                if faults.calls_unknown_tools()
                     && let Some(t) = f
                         .tools
                         .keys()

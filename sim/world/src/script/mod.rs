@@ -144,6 +144,20 @@ pub struct ModelCall<'s> {
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
     pub output_tokens: u64,
+    /// The reply also calls [`crate::faults::UNKNOWN_TOOL`], after the script's calls (the
+    /// model's `faults.unknown_tool_in_batch`): the runtime errors that call and runs the
+    /// others.
+    pub unknown_in_batch: bool,
+}
+
+impl ModelCall<'_> {
+    /// What a trace's `model_call` says of a reply that is not what the script asked for.
+    pub fn detail(&self) -> Option<&'static str> {
+        if self.unknown_in_batch {
+            return Some("unknown tool in batch");
+        }
+        self.reply.detail()
+    }
 }
 
 /// The summary call a turn ends with when its budget ran out.
@@ -186,10 +200,11 @@ pub struct ScriptedAgent<'s> {
     /// The runtime compresses a context that nears the window (Hermes); another one sends it
     /// until it no longer fits.
     compresses: bool,
-    /// The chance that a reply with tool calls names an unknown tool instead, and that it
-    /// carries arguments that are not JSON.
+    /// The chance that a reply with tool calls names an unknown tool instead, that it
+    /// carries arguments that are not JSON, and that it calls an unknown tool besides.
     unknown_tool: f64,
     malformed_args: f64,
+    unknown_tool_in_batch: f64,
     /// The output tokens of the last reply with arguments that are not JSON (out of the
     /// context unless the runtime keeps it: [`ScriptedAgent::format_error`]).
     dropped_output: u64,
@@ -223,6 +238,7 @@ impl<'s> ScriptedAgent<'s> {
             compresses: true,
             unknown_tool: fault(file, spec, |f| *f.unknown_tool.get_ref()),
             malformed_args: fault(file, spec, |f| *f.malformed_args.get_ref()),
+            unknown_tool_in_batch: fault(file, spec, |f| *f.unknown_tool_in_batch.get_ref()),
             dropped_output: 0,
             compression: Compression::default(),
         }
@@ -233,6 +249,7 @@ impl<'s> ScriptedAgent<'s> {
     pub fn with_reply_faults(mut self, f: &crate::scenario::ModelFaults) -> Self {
         self.unknown_tool = *f.unknown_tool.get_ref();
         self.malformed_args = *f.malformed_args.get_ref();
+        self.unknown_tool_in_batch = *f.unknown_tool_in_batch.get_ref();
         self
     }
 
@@ -421,6 +438,7 @@ impl<'s> ScriptedAgent<'s> {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             output_tokens: 0,
+            unknown_in_batch: false,
         };
         if matches!(reply, Reply::ContextTooSmall) {
             // The preflight gate fails before any request is sent: nothing is drawn.
@@ -456,8 +474,9 @@ impl<'s> ScriptedAgent<'s> {
         }
         let output = out_dist.sample(&mut self.rng).round() as u64;
         let (unknown, malformed) = (self.unknown_tool, self.malformed_args);
+        let in_batch = self.unknown_tool_in_batch;
         // Drawn only where a fault is on, so every other scenario keeps its draws.
-        let u = if unknown + malformed > 0.0 {
+        let u = if unknown + malformed + in_batch > 0.0 {
             self.rng.random::<f64>()
         } else {
             1.0
@@ -504,12 +523,17 @@ impl<'s> ScriptedAgent<'s> {
             cache_write = s.cache_write_tokens.unwrap_or(0);
         }
         self.context += output;
+        // A mixed batch: the script's calls and, after them, one of a tool that does not
+        // exist (only in a reply of ordinary tool calls).
+        let unknown_in_batch =
+            matches!(reply, Reply::Calls(c) if !c.is_empty()) && u < unknown + malformed + in_batch;
         ModelCall {
             latency,
             input_tokens: input,
             cache_read_tokens: cache,
             cache_write_tokens: cache_write,
             output_tokens: output,
+            unknown_in_batch,
             ..none
         }
     }

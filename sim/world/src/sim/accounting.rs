@@ -151,7 +151,7 @@ impl<'s> World<'s> {
             e.output_tokens = Some(call.output_tokens);
             e.latency_us = Some(latency.0);
             e.budget_used = Some(used);
-            e.detail = call.reply.detail().map(str::to_string);
+            e.detail = call.detail().map(str::to_string);
             self.trace.line(&e);
         }
     }

@@ -126,6 +126,9 @@ struct Agent<'s> {
     faults: Option<crate::faults::FaultStream>,
     /// The model call in flight gave up on this error: the turn fails when it is back.
     failed_call: Option<loopsim_engine::retry::ProviderFault>,
+    /// The reply of this call also called a tool that does not exist: the runtime's error
+    /// result for it is traced when the agent next calls its model, where a live run sees it.
+    batch_error: Option<u64>,
 }
 
 /// A tool call in flight.
@@ -424,6 +427,7 @@ impl<'s> World<'s> {
             pending: None,
             faults: None,
             failed_call: None,
+            batch_error: None,
         });
         id
     }
@@ -534,6 +538,7 @@ impl<'s> World<'s> {
         match ag.gov.begin_iteration_unless(interrupt, limit) {
             TurnStep::Exit => self.end_turn(a),
             TurnStep::Call { tools } => {
+                self.trace_batch_error(a);
                 // smolagents plans (a tools-free call) before some steps: the step's request
                 // goes out once the plan is back.
                 let plan = if tools && self.agents[a].gov.planning_due() {
@@ -570,6 +575,10 @@ impl<'s> World<'s> {
                 }
                 self.agents[a].plan = Some(call.reply);
                 self.bill_model_call(a, &call, delay);
+                if call.unknown_in_batch {
+                    self.coverage.hit(Mark::UnknownToolInBatch);
+                    self.agents[a].batch_error = Some(self.agents[a].calls);
+                }
                 self.sched
                     .at(self.sched.now() + delay + call.latency, Ev::ModelDone(a));
             }

@@ -192,6 +192,21 @@ impl<'s> World<'s> {
         self.sched.at(self.sched.now(), Ev::Wake(a));
     }
 
+    /// The runtime's error result for the unknown tool of agent `a`'s last mixed batch, now
+    /// that its next request carries it.
+    pub(super) fn trace_batch_error(&mut self, a: AgentId) {
+        let Some(call) = self.agents[a].batch_error.take() else {
+            return;
+        };
+        if self.trace.enabled() {
+            let mut e = self.event(a, "tool_error");
+            e.call = Some(call);
+            e.tool = Some(UNKNOWN_TOOL.into());
+            e.detail = Some(UNKNOWN_TOOL_ERROR.into());
+            self.trace.line(&e);
+        }
+    }
+
     /// A loop that parses the model's action could not parse this reply's arguments: the
     /// iteration is spent and the loop asks again, after a run of them with an observation
     /// telling the model the format it expects.

@@ -135,6 +135,7 @@ impl World<'_> {
     /// A tools-free call outside the loop's count (a summary, a plan): the runtime's request
     /// and the reply join the context, the call is charged and traced as `kind`.
     fn tools_free_call(&mut self, a: AgentId, kind: &'static str) -> Duration {
+        self.trace_batch_error(a);
         let ag = &mut self.agents[a];
         let model = ag.script.model();
         let call = ag.script.summary();
