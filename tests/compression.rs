@@ -160,3 +160,224 @@ fn sweeps_take_the_threshold_and_a_later_compression_costs_more() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
 }
+
+/// Runs `scenario` with a config (none for `""`): the parent's events, the run's summary
+/// (`--format json`), and the exit code with the output.
+fn run_json(
+    t: &TempDir,
+    scenario: &str,
+    name: &str,
+    config: &str,
+) -> (Vec<Value>, Value, Option<i32>, String) {
+    let out = t.join(name);
+    let mut args = vec![
+        "run",
+        scenario,
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    let cfg = t.join(format!("{name}.yaml"));
+    if !config.is_empty() {
+        std::fs::write(&cfg, config).unwrap();
+        args.extend(["--config", cfg.to_str().unwrap()]);
+    }
+    let o = loopsim_in(&root(), &args);
+    let text = output_text(&o);
+    let summary = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    let evs = std::fs::read_to_string(out.join("trace.jsonl"))
+        .map(|s| {
+            s.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|e| e["agent"] == "parent")
+                .collect()
+        })
+        .unwrap_or_default();
+    (evs, summary, o.status.code(), text)
+}
+
+#[test]
+fn a_window_in_the_config_compresses_the_incident_and_its_cache_reads_fall() {
+    let t = TempDir::new("context-length");
+    let spin = "scenarios/execute-code-spin-wait.toml";
+    let parent = |s: &Value, k: &str| s["summary"]["agents"][0]["usage"][k].as_u64().unwrap();
+    let (plain, s0, code, text) = run_json(&t, spin, "plain", "");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        compressions(&plain).is_empty(),
+        "the scenario gives no window"
+    );
+    // The incident's model under a 200 K window: Hermes compresses from 75% (150 K), which
+    // its context passes once, early in the spin-wait.
+    let cfg = "model:\n  default: anthropic/claude-sonnet-4\n  context_length: 200000\n";
+    let (w200, s1, code, text) = run_json(&t, spin, "w200", cfg);
+    assert_eq!(code, Some(0), "{text}");
+    let comp = compressions(&w200);
+    assert_eq!(comp.len(), 1, "{comp:?}");
+    let (before, after) = comp[0]
+        .trim_start_matches("context ")
+        .trim_end_matches(" tokens")
+        .split_once(" -> ")
+        .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()))
+        .unwrap();
+    assert!((150_000..152_000).contains(&before), "{}", comp[0]);
+    assert!(after < 60_000, "{}", comp[0]);
+    // The call after it reads the compressed context, none of it from the cache.
+    let i = w200
+        .iter()
+        .position(|e| e["kind"] == "compression")
+        .unwrap();
+    let next = w200[i..]
+        .iter()
+        .find(|e| e["kind"] == "model_call")
+        .unwrap();
+    assert_eq!(next["input_tokens"].as_u64(), Some(after));
+    assert_eq!(next["cache_read_tokens"].as_u64(), Some(0));
+    // Every later call re-reads far less: the parent's input and cache reads fall by more
+    // than 40%, its cost with them, and the loop still runs until the user's stop.
+    let (in0, in1) = (parent(&s0, "input_tokens"), parent(&s1, "input_tokens"));
+    let (c0, c1) = (
+        parent(&s0, "cache_read_tokens"),
+        parent(&s1, "cache_read_tokens"),
+    );
+    assert!(in1 * 10 < in0 * 6, "{in1} of {in0}");
+    assert!(c1 * 10 < c0 * 6, "{c1} of {c0}");
+    assert_eq!(s1["summary"]["parent_exit_reason"], "interrupted_by_user");
+    assert_ne!(s1["summary"]["config_hash"], s0["summary"]["config_hash"]);
+    assert_eq!(
+        s1["summary"]["settings"]["context_window"],
+        "200000 tokens (model.context_length): compression from 150000 tokens"
+    );
+    let md = std::fs::read_to_string(t.join("w200").join("summary.md")).unwrap();
+    assert!(md.contains("| context window | 200000 tokens"), "{md}");
+    assert!(s0["summary"]["settings"].get("context_window").is_none());
+    // A window the context never nears changes nothing but the config's hash.
+    let (w1m, s2, _, _) = run_json(&t, spin, "w1m", "model:\n  context_length: 1000000\n");
+    assert!(compressions(&w1m).is_empty());
+    assert_eq!(parent(&s2, "input_tokens"), in0);
+    // Compression off: the window is set, nothing compresses.
+    let (off, s3, _, _) = run_json(
+        &t,
+        spin,
+        "off",
+        "model:\n  context_length: 200000\ncompression:\n  enabled: false\n",
+    );
+    assert!(compressions(&off).is_empty());
+    assert_eq!(
+        s3["summary"]["settings"]["context_window"],
+        "200000 tokens (model.context_length): compression off"
+    );
+}
+
+#[test]
+fn the_window_is_read_as_hermes_reads_it() {
+    let t = TempDir::new("context-length-keys");
+    let cycle = "scenarios/two-call-cycle.toml";
+    // Hermes's model section holds much else (and may be a plain name): none of it is
+    // reported; a near miss of the window and a value int() refuses are.
+    for (cfg, want) in [
+        ("model: gpt-4o\n", None),
+        (
+            "model:\n  default: gpt-4o\n  provider: openrouter\n  max_tokens: 4096\n",
+            None,
+        ),
+        (
+            "model:\n  context_lenght: 200000\n",
+            Some(
+                "`model.context_lenght`: not a key Hermes reads (did you mean `model.context_length`?)",
+            ),
+        ),
+        (
+            "model:\n  context_length: 256K\n",
+            Some("`model.context_length`: `256K` is not a plain integer"),
+        ),
+        (
+            "model:\n  context_length: 0\n",
+            Some("`model.context_length`: 0 is not above 0: Hermes detects the window itself"),
+        ),
+    ] {
+        let (_, _, code, text) = run_json(&t, cycle, "k", cfg);
+        assert_eq!(code, Some(0), "{cfg}: {text}");
+        match want {
+            Some(w) => assert!(
+                text.contains(w) && text.contains("k.yaml:2"),
+                "{cfg}: {text}"
+            ),
+            None => assert!(!text.contains("loopsim: warning"), "{cfg}: {text}"),
+        }
+    }
+    // A scenario says exactly what it means: the window only, and a value Hermes reads.
+    let text = std::fs::read_to_string(root().join(cycle)).unwrap();
+    for (table, want) in [
+        (
+            "[config.model]\ncontext_length = \"256K\"\n",
+            "config.model.context_length",
+        ),
+        (
+            "[config.model]\ndefault = \"gpt-4o\"\n",
+            "config.model.default",
+        ),
+    ] {
+        let p = t.join("s.toml");
+        std::fs::write(
+            &p,
+            text.replace("[models.main]", &format!("{table}\n[models.main]")),
+        )
+        .unwrap();
+        let (_, _, code, out) = run_json(&t, p.to_str().unwrap(), "s", "");
+        assert_eq!(code, Some(2), "{table}: {out}");
+        assert!(
+            out.contains(want) && out.contains("s.toml:"),
+            "{table}: {out}"
+        );
+    }
+    // Live mode turns compression off, so it refuses a window it would not honour.
+    let p = t.join("w.yaml");
+    std::fs::write(&p, "model:\n  context_length: 200000\n").unwrap();
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            cycle,
+            "--live",
+            "hermes",
+            "--config",
+            p.to_str().unwrap(),
+        ],
+    );
+    let out = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("model.context_length 200000"), "{out}");
+}
+
+#[test]
+fn sweeps_take_the_window() {
+    let t = TempDir::new("context-length-sweep");
+    let out = t.join("sweep");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/execute-code-spin-wait.toml",
+            "--grid",
+            "model.context_length=200000,1000000",
+            "--seeds",
+            "0..2",
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let csv = std::fs::read_to_string(out.join("aggregate.csv")).unwrap();
+    let waste = |setting: &str| -> f64 {
+        let line = csv.lines().find(|l| l.starts_with(setting)).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = header.iter().position(|h| *h == "waste_usd_mean").unwrap();
+        line.split(',').nth(col).unwrap().parse().unwrap()
+    };
+    // A 200 K window compresses the spin-wait's context once: every later call is cheaper.
+    assert!(waste("model.context_length=200000") < 0.7 * waste("model.context_length=1000000"));
+}

@@ -74,7 +74,7 @@ fn typos_in_a_scenarios_config_are_errors_with_line_and_nearest_key() {
             "hermes-only",
             "hard_stop_enabled = true",
             "hard_stop_enabled = true\n[config.model]\ndefault = \"x\"",
-            "config.model: a Hermes key loopsim does not simulate",
+            "config.model.default: a Hermes key loopsim does not simulate",
         ),
         (
             "replaced-value",

@@ -222,6 +222,12 @@ pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRun
     let cfg = sc
         .engine_config_over(opts.profile, None, opts.config.as_deref())
         .map_err(|e| LiveRunError::Unsupported(e.to_string()))?;
+    if let Some(w) = cfg.context_length {
+        return Err(LiveRunError::Unsupported(format!(
+            "{}: model.context_length {w}: live mode turns Hermes's context compression off, so              a window set for it cannot run live yet; run the scenario simulated",
+            sc.path
+        )));
+    }
     let planning = if opts.runtime == Runtime::Smolagents {
         cfg.turn.planning_interval.map(|n| (n, cfg.max_iterations))
     } else {

@@ -68,7 +68,7 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
                     let _ = writeln!(o, "hard stops are {v}");
                 }
                 "warn after" | "hard stop after" | "config file" | "parent cap"
-                | "other limits"
+                | "other limits" | "context window"
                     if k != "parent cap" || st.runtime.is_some() =>
                 {
                     let _ = writeln!(o, "{k}: {v}");

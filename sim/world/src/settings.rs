@@ -206,6 +206,10 @@ pub struct Settings {
     /// For a runtime other than Hermes: its name, and how it ends a run at its cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeSettings>,
+    /// The window a config set for every model (Hermes's `model.context_length`), and
+    /// where compression starts in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<String>,
 }
 
 /// What a non-Hermes runtime's governance is, in its own terms.
@@ -272,6 +276,13 @@ impl Settings {
             config_file,
             config_hash,
             runtime: runtime_settings(c),
+            context_window: c.context_length.map(|w| match c.compression {
+                Some(k) => format!(
+                    "{w} tokens (model.context_length): compression from {} tokens",
+                    k.threshold_tokens(w)
+                ),
+                None => format!("{w} tokens (model.context_length): compression off"),
+            }),
         }
     }
 
@@ -351,6 +362,9 @@ impl Settings {
                 ),
             ),
         ];
+        if let Some(w) = &self.context_window {
+            out.push(("context window".into(), w.clone()));
+        }
         if let Some((file, hash)) = &self.config_file {
             out.push((
                 "config file".into(),

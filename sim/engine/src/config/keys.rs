@@ -115,6 +115,7 @@ pub const SIMULATED: &[KeySpec] = &[
     key("compression.enabled", KeyKind::Bool, ReadBy::All),
     key("compression.threshold", KeyKind::Ratio, ReadBy::All),
     key("compression.target_ratio", KeyKind::Ratio, ReadBy::All),
+    key("model.context_length", KeyKind::Int { min: 1 }, ReadBy::All),
     key("tool_loop_guardrails", KeyKind::Section, ReadBy::All),
     key(
         "tool_loop_guardrails.warnings_enabled",
@@ -514,6 +515,7 @@ pub fn check(root: &Node, profile: ProfileName, scope: Scope) -> Vec<KeyIssue> {
         match lookup(&name) {
             Some(spec) if spec.kind == KeyKind::Section => walk(&name, v, profile, &mut out),
             Some(_) => {}
+            None if name == "model" => check_model(k, v, scope, &mut out),
             None if HERMES_SECTIONS.contains(&name.as_str()) && scope == Scope::UserFile => {}
             // Another runtime's cap in a Hermes file: Hermes would ignore it.
             None if super::runtime::lookup(&name).is_some() => {
@@ -563,6 +565,39 @@ fn unknown(line: usize, section: &str, name: &str, value: &Node) -> KeyIssue {
         problem: KeyProblem::Unknown {
             suggestion: suggest(section, name, &tail),
         },
+    }
+}
+
+/// Hermes's `model` section: of its settings only the window (`context_length`) governs the
+/// loop. A user's file may hold any other (and `model` may be a plain name); only a near miss
+/// of the window is reported. A scenario may set the window and nothing else there.
+fn check_model(k: &Node, v: &Node, scope: Scope, out: &mut Vec<KeyIssue>) {
+    const WINDOW: &str = "model.context_length";
+    let Yaml::Map(pairs) = &v.value else {
+        if scope == Scope::Scenario {
+            out.push(KeyIssue {
+                line: k.line,
+                key: "model".into(),
+                problem: KeyProblem::NotSimulated,
+            });
+        }
+        return;
+    };
+    for (mk, mv) in pairs {
+        let name = key_text(mk);
+        let path = format!("model.{name}");
+        if path == WINDOW {
+            continue;
+        }
+        if nearest(&path, [WINDOW]).is_some() {
+            out.push(unknown(mk.line, "model", &name, mv));
+        } else if scope == Scope::Scenario {
+            out.push(KeyIssue {
+                line: mk.line,
+                key: path,
+                problem: KeyProblem::NotSimulated,
+            });
+        }
     }
 }
 

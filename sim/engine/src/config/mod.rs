@@ -84,6 +84,9 @@ pub struct EngineConfig {
     /// Hermes's context compression (`compression.enabled`, `threshold`, `target_ratio`);
     /// `None`: off, or a runtime without it (the context grows until it no longer fits).
     pub compression: Option<crate::turn::compression::Compression>,
+    /// Hermes's `model.context_length`: the model's window, over the one the scenario gives
+    /// its models (Hermes takes the setting before any detection of its own).
+    pub context_length: Option<u64>,
     pub notes: Vec<ConfigNote>,
 }
 
@@ -124,6 +127,7 @@ impl EngineConfig {
             provider_retry: p.provider_retry,
             compression: (p.runtime == crate::profile::Runtime::Hermes)
                 .then(crate::turn::compression::Compression::default),
+            context_length: None,
             notes: Vec::new(),
         };
         c.apply_platform();
@@ -208,6 +212,11 @@ impl EngineConfig {
                     b.extend_from_slice(&c.target_ratio.to_le_bytes());
                 }
             }
+        }
+        if let Some(w) = self.context_length {
+            // Only a window that is set is hashed, as with the attempts above.
+            b.extend_from_slice(b"context_length");
+            b.extend_from_slice(&w.to_le_bytes());
         }
         if let Some(cap) = self.cap_setting {
             // Another runtime's cap as set, and what reaching it does: LangGraph's limits 23
@@ -608,14 +617,18 @@ mod tests {
             "{}",
             found[0].message()
         );
-        // The same file under hermes-main reads loop_caps; a scenario may not name `model`.
+        // The same file under hermes-main reads loop_caps; a scenario may set the model's
+        // window, and no other model setting.
         let main = check(&root, ProfileName::HermesMain, Scope::UserFile);
         assert!(
             main.iter()
                 .all(|i| i.key != "tool_loop_guardrails.loop_caps")
         );
         let strict = check(&root, ProfileName::HermesMain, Scope::Scenario);
-        assert_eq!((strict[0].line, strict[0].key.as_str()), (1, "model"));
+        assert_eq!(
+            (strict[0].line, strict[0].key.as_str()),
+            (2, "model.default")
+        );
     }
 
     #[test]

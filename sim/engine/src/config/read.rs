@@ -53,7 +53,41 @@ impl EngineConfig {
         if let Some(c) = self.section(root, "compression") {
             self.read_compression(c, file)?;
         }
+        // `model` may be a plain name; only a mapping holds the window.
+        if let Some(n) = root
+            .get("model")
+            .filter(|m| m.is_map())
+            .and_then(|m| m.get("context_length"))
+        {
+            self.read_context_length(n);
+        }
         Ok(())
+    }
+
+    /// `model.context_length` as 0.19.0 reads it: `int(value)` (a value it refuses, like
+    /// `256K`, is dropped with a warning), then used only when above 0; otherwise Hermes
+    /// detects the window itself, which in loopsim is the scenario's `context_window`.
+    fn read_context_length(&mut self, n: &Node) {
+        let key = "model.context_length";
+        let fallback = "Hermes detects the window itself (here: the model's context_window)";
+        match py_int(&n.value) {
+            Some(i) if i > 0 => {
+                if let Yaml::Bool(_) = n.value {
+                    self.note(n, key, format!("a boolean is read as the integer {i}"));
+                }
+                self.context_length = Some(i.min(u64::MAX as i128) as u64);
+            }
+            Some(i) => self.note(n, key, format!("{i} is not above 0: {fallback}")),
+            None if n.value == Yaml::Null => {}
+            None => self.note(
+                n,
+                key,
+                format!(
+                    "{} is not a plain integer (256000, not 256K): {fallback}",
+                    describe(&n.value)
+                ),
+            ),
+        }
     }
 
     /// A section as Hermes reads it: a mapping, or (with a note) nothing.

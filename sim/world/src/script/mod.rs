@@ -208,6 +208,8 @@ pub struct ScriptedAgent<'s> {
     /// The output tokens of the last reply with arguments that are not JSON (out of the
     /// context unless the runtime keeps it: [`ScriptedAgent::format_error`]).
     dropped_output: u64,
+    /// The model's context window: the scenario's, or the one a config sets.
+    window: Option<u64>,
     /// Hermes's compression settings (`compresses` says whether it runs at all).
     compression: Compression,
 }
@@ -240,6 +242,10 @@ impl<'s> ScriptedAgent<'s> {
             malformed_args: fault(file, spec, |f| *f.malformed_args.get_ref()),
             unknown_tool_in_batch: fault(file, spec, |f| *f.unknown_tool_in_batch.get_ref()),
             dropped_output: 0,
+            window: file.models[spec.model.get_ref()]
+                .context_window
+                .as_ref()
+                .map(|w| *w.get_ref()),
             compression: Compression::default(),
         }
     }
@@ -251,6 +257,20 @@ impl<'s> ScriptedAgent<'s> {
         self.malformed_args = *f.malformed_args.get_ref();
         self.unknown_tool_in_batch = *f.unknown_tool_in_batch.get_ref();
         self
+    }
+
+    /// The agent's model with the window a config sets (Hermes's `model.context_length`),
+    /// over the scenario's `context_window`.
+    pub fn with_context_length(mut self, window: Option<u64>) -> Self {
+        if window.is_some() {
+            self.window = window;
+        }
+        self
+    }
+
+    /// The model's context window in tokens, if it has one loopsim models.
+    pub fn window(&self) -> Option<u64> {
+        self.window
     }
 
     /// The agent under a runtime without Hermes's context compression, or with it off.
@@ -305,7 +325,7 @@ impl<'s> ScriptedAgent<'s> {
     /// Hermes's check before a model call: compress the context if it nears the model's
     /// window ([`Compression::gate`]), or give up when it no longer fits.
     pub fn context_gate(&mut self) -> ContextGate {
-        let Some(window) = self.model.context_window.as_ref().map(|w| *w.get_ref()) else {
+        let Some(window) = self.window else {
             return ContextGate::Send;
         };
         if let Some(share) = self.observation.trim_context_at {

@@ -340,7 +340,8 @@ impl<'s> World<'s> {
         self.agents.push(Agent {
             script: {
                 let mut s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
-                    .with_observation_rules(cfg.observation);
+                    .with_observation_rules(cfg.observation)
+                    .with_context_length(cfg.context_length);
                 // A seeded site, where the model has no faults of its own and the runtime's
                 // handling of both reply faults is proved.
                 if let Some((_, f)) = self

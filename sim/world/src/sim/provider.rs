@@ -143,12 +143,7 @@ impl<'s> World<'s> {
     fn large_session(&self, a: AgentId) -> Option<String> {
         let ag = &self.agents[a];
         let tokens = ag.script.context();
-        let window = ag
-            .script
-            .model()
-            .context_window
-            .as_ref()
-            .map(|w| *w.get_ref());
+        let window = ag.script.window();
         let results: u64 = ag.tool_calls.iter().map(|(_, n)| n).sum();
         let messages = 1 + u64::from(ag.turns) + ag.calls + results;
         let small_window = window.is_none_or(|w| w <= 256_000);
