@@ -357,3 +357,91 @@ fn agent_api_max_retries_sets_the_attempts_as_hermes_reads_it() {
     assert_eq!(v["identical"], true, "{v}");
     assert_eq!(v["compared_events"]["live"], 4, "{v}");
 }
+
+/// live-delegation with its workers on a model of their own whose requests fail with HTTP 500
+/// at `rate`: a child that meets a provider it cannot get through.
+fn failing_children(t: &TempDir, rate: f64) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(root().join("scenarios/live-delegation.toml")).unwrap();
+    let (head, worker) = text.split_once("[agents.worker]").unwrap();
+    let flaky = format!(
+        "[models.flaky]\nlatency_s = {{ lognormal = [5.0, 0.2] }}\noutput_tokens = {{ normal = [200, 40] }}\ncache_read_share = 0.9\nprice = {{ input = 3.0, cache_read = 0.30, output = 15.0 }}\nfaults = {{ server_error = {rate} }}\n\n"
+    );
+    let worker = worker.replacen("model = \"main\"", "model = \"flaky\"", 1);
+    let p = t.join(format!("children-{rate}.toml"));
+    std::fs::write(&p, format!("{head}{flaky}[agents.worker]{worker}")).unwrap();
+    p
+}
+
+#[test]
+fn a_child_whose_provider_fails_ends_its_task_and_the_parent_reads_the_results() {
+    let t = TempDir::new("failing-children");
+    let down = failing_children(&t, 1.0);
+    let evs = trace_events(&down, &[]);
+    let of_agent = |agent: &str, kind: &str| -> Vec<Value> {
+        evs.iter()
+            .filter(|e| e["agent"] == agent && e["kind"] == kind)
+            .cloned()
+            .collect()
+    };
+    for w in ["worker#1", "worker#2"] {
+        // Three attempts of its first call, then the child's run fails: no reply, no tool.
+        assert_eq!(of_agent(w, "model_error").len(), 3, "{w}");
+        assert!(of_agent(w, "model_call").is_empty(), "{w}");
+        let end = &of_agent(w, "turn_end")[0];
+        assert_eq!(end["detail"], "api_call_failed(server_error)", "{w}");
+        assert_eq!(of_agent(w, "child_done").len(), 1, "{w}");
+    }
+    // The parent's next turn opens on the two results all the same, and answers.
+    assert_eq!(of_agent("parent", "background_result")[0]["children"], 2);
+    let ends: Vec<Value> = of_agent("parent", "turn_end")
+        .iter()
+        .map(|e| e["detail"].clone())
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            "text_response(finish_reason=stop)",
+            "text_response(finish_reason=stop)"
+        ]
+    );
+    // At a lower rate, seed 1 fails one child and lets the other finish its searches.
+    let some = failing_children(&t, 0.6);
+    let evs = trace_events(&some, &["--seed", "1"]);
+    let child_ends: Vec<&str> = of_kind(&evs, "turn_end")
+        .iter()
+        .filter(|e| e["agent"] != "parent")
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    assert!(
+        child_ends.contains(&"api_call_failed(server_error)"),
+        "{child_ends:?}"
+    );
+    assert!(
+        child_ends.contains(&"text_response(finish_reason=stop)"),
+        "{child_ends:?}"
+    );
+    // The real loop: Hermes's children retry and give up as the simulation's do, and its
+    // parent goes on.
+    let Some(py) = hermes_live_python_or_skip("failing children live") else {
+        return;
+    };
+    let runtime = format!("hermes={}", py.display());
+    for (path, seed) in [(&down, "34"), (&some, "1"), (&some, "3")] {
+        let o = loopsim_in(
+            &root(),
+            &[
+                "diff",
+                path.to_str().unwrap(),
+                "--live",
+                &runtime,
+                "--seed",
+                seed,
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["identical"], true, "{} seed {seed}: {v}", path.display());
+    }
+}
