@@ -754,6 +754,29 @@ fn bad_runtime_and_listen_values_are_errors() {
             ],
             "cannot run live yet",
         ),
+        // serve reads --config as live does: a window it would not honour is refused.
+        (
+            vec![
+                "serve",
+                "scenarios/two-call-cycle.toml",
+                "--config",
+                "configs/window-200k.yaml",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "model.context_length 200000: live mode turns Hermes's context compression off",
+        ),
+        (
+            vec![
+                "serve",
+                "scenarios/two-call-cycle.toml",
+                "--platform",
+                "telegram",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "the platform is the runtime's own setting",
+        ),
     ] {
         let o = loopsim_in(&root(), &args);
         let text = output_text(&o);

@@ -476,11 +476,20 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
     {
         bail!(why);
     }
-    let rules = loopsim_engine::profile::Profile::get(profile).guardrails;
-    let cfg = sc.engine_config_over(profile, None, None)?;
-    let world = loopsim_live::world::LiveWorld::new(sc, seed.unwrap_or(sc.file.seed), &rules)
-        .for_runtime(profile.runtime())
-        .with_provider_retry(cfg.provider_retry);
+    if let Some(p) = &args.platform {
+        bail!(
+            "--platform {p}: the platform is the runtime's own setting (the one you point at \
+             this server); loopsim serve has none"
+        );
+    }
+    let opts = inputs::run_options(args)?;
+    let world = bridge_run::world_for(
+        sc,
+        seed.unwrap_or(sc.file.seed),
+        profile,
+        opts.config.as_deref(),
+    )
+    .map_err(|why| anyhow::anyhow!(why))?;
     let handle = loopsim_live::server::start(world, addr)?;
     say!(
         "serving {} on {} (models: {}); tools at http://{}/loopsim/v1/tool; Ctrl-C stops",

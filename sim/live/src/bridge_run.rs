@@ -213,30 +213,45 @@ impl Drop for TempDir {
     }
 }
 
+/// The live world that serves `sc` under `profile`, with a user's config laid over the
+/// scenario's (the settings the server itself honours: smolagents' planning, the provider
+/// retries); why not, when a setting asks for what live mode cannot do.
+pub fn world_for(
+    sc: &'static Scenario,
+    seed: u64,
+    profile: ProfileName,
+    config: Option<&UserConfig>,
+) -> Result<LiveWorld, String> {
+    let runtime = profile.runtime();
+    let rules = loopsim_engine::profile::Profile::get(profile).guardrails;
+    let cfg = sc
+        .engine_config_over(profile, None, config)
+        .map_err(|e| e.to_string())?;
+    if let Some(w) = cfg.context_length {
+        return Err(format!(
+            "{}: model.context_length {w}: live mode turns Hermes's context compression off, \
+             so a window set for it cannot run live yet; run the scenario simulated",
+            sc.path
+        ));
+    }
+    let planning = if runtime == Runtime::Smolagents {
+        cfg.turn.planning_interval.map(|n| (n, cfg.max_iterations))
+    } else {
+        None
+    };
+    Ok(LiveWorld::new(sc, seed, &rules)
+        .for_runtime(runtime)
+        .with_planning(planning)
+        .with_provider_retry(cfg.provider_retry))
+}
+
 /// Runs `sc` through the real loop of `opts.runtime` in `opts.python`.
 pub fn run(sc: &'static Scenario, opts: &LiveOptions) -> Result<LiveRun, LiveRunError> {
     if let Some(why) = unsupported(sc, opts.runtime) {
         return Err(LiveRunError::Unsupported(why));
     }
-    let rules = loopsim_engine::profile::Profile::get(opts.profile).guardrails;
-    let cfg = sc
-        .engine_config_over(opts.profile, None, opts.config.as_deref())
-        .map_err(|e| LiveRunError::Unsupported(e.to_string()))?;
-    if let Some(w) = cfg.context_length {
-        return Err(LiveRunError::Unsupported(format!(
-            "{}: model.context_length {w}: live mode turns Hermes's context compression off, so              a window set for it cannot run live yet; run the scenario simulated",
-            sc.path
-        )));
-    }
-    let planning = if opts.runtime == Runtime::Smolagents {
-        cfg.turn.planning_interval.map(|n| (n, cfg.max_iterations))
-    } else {
-        None
-    };
-    let world = LiveWorld::new(sc, opts.seed, &rules)
-        .for_runtime(opts.runtime)
-        .with_planning(planning)
-        .with_provider_retry(cfg.provider_retry);
+    let world = world_for(sc, opts.seed, opts.profile, opts.config.as_deref())
+        .map_err(LiveRunError::Unsupported)?;
     let handle = server::start(world, "127.0.0.1:0".parse().expect("addr"))?;
     let dir = TempDir::new().map_err(LiveRunError::Temp)?;
     let script = dir.0.join("live.py");
