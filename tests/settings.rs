@@ -731,6 +731,35 @@ fn bad_flags_name_the_flag() {
 }
 
 #[test]
+fn a_grid_value_an_sdk_refuses_names_the_grid_not_a_line() {
+    let t = tmp("grid-place");
+    let o = loopsim(&[
+        "sweep",
+        "scenarios/two-call-cycle.toml",
+        "--profiles",
+        "langgraph-1.2",
+        "--grid",
+        "tool_call_limit.exit_behavior=end,error",
+        "--seeds",
+        "0..1",
+        "--out",
+        t.join("s").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--grid `tool_call_limit.exit_behavior=end`")
+            && err.contains("run_limit or thread_limit"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(":0:"),
+        "no line a grid value does not have: {err}"
+    );
+    assert!(!t.join("s").exists(), "nothing written");
+}
+
+#[test]
 fn errors_name_the_right_place() {
     let dir = tmp("places");
     for (name, from, to, want) in [

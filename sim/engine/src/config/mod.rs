@@ -42,6 +42,8 @@ pub enum ConfigError {
 fn shown_value(file: &str, line: usize, key: &str, message: &str) -> String {
     match (line, key) {
         (0, "file") => format!("{file}: {message}"),
+        // A value from no file's line (a sweep's --grid): no line to name.
+        (0, key) => format!("{file}: `{key}`: {message}"),
         _ => format!("{file}:{line}: `{key}`: {message}"),
     }
 }
