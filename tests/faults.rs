@@ -445,3 +445,48 @@ fn a_child_whose_provider_fails_ends_its_task_and_the_parent_reads_the_results()
         assert_eq!(v["identical"], true, "{} seed {seed}: {v}", path.display());
     }
 }
+
+#[test]
+fn the_report_counts_each_agents_failed_attempts_and_its_waits() {
+    let t = TempDir::new("provider-errors-report");
+    let out = t.join("r");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            "scenarios/live-provider-errors.toml",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let evs: Vec<Value> = std::fs::read_to_string(out.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let failed = of_kind(&evs, "model_error").len();
+    let usage = &evs.last().unwrap()["summary"]["agents"][0]["usage"];
+    let wait_s = usage["retry_wait_us"].as_u64().unwrap() as f64 / 1e6;
+    let line =
+        format!("provider errors: parent {failed} failed attempts, {wait_s:.1} s waiting to retry");
+    assert!(failed >= 3);
+    assert!(
+        output_text(&o).contains(&line),
+        "{line} in {}",
+        output_text(&o)
+    );
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains(&line), "{line} in {md}");
+    // A run without provider errors says nothing of them.
+    let o = loopsim_in(
+        &root(),
+        &[
+            "run",
+            "scenarios/two-call-cycle.toml",
+            "--out",
+            t.join("c").to_str().unwrap(),
+        ],
+    );
+    assert!(!output_text(&o).contains("provider errors"));
+}

@@ -192,4 +192,7 @@ fn agents_table(o: &mut String, r: &ReportRun, unknown: bool) {
             a.exit_reasons.join(", ")
         );
     }
+    if let Some(line) = crate::summary::provider_errors(first) {
+        let _ = writeln!(o, "\n{line}");
+    }
 }

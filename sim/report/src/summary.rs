@@ -19,6 +19,30 @@ pub fn usd(x: f64, unknown: bool) -> String {
     }
 }
 
+/// The agents' failed model attempts and the time they waited to retry, one clause each
+/// (`None` when no attempt failed): a run's cost in time that no call's figures show.
+pub fn provider_errors(s: &RunSummary) -> Option<String> {
+    let parts: Vec<String> = s
+        .agents
+        .iter()
+        .filter(|a| a.usage.provider_errors > 0)
+        .map(|a| {
+            format!(
+                "{} {} failed attempt{}, {:.1} s waiting to retry",
+                a.name,
+                a.usage.provider_errors,
+                if a.usage.provider_errors == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                a.usage.retry_wait_us as f64 / 1e6
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("provider errors: {}", parts.join("; ")))
+}
+
 fn usage_row(name: &str, u: &Usage, unknown: bool) -> String {
     format!(
         "| {name} | {} | {} | {} | {} | {:.1} s | {} | {} |",
@@ -153,6 +177,9 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
             .map(|a| format!("{} {}", a.name, a.budget_used))
             .collect();
         let _ = writeln!(o, "budget used at the end: {}", budgets.join(", "));
+    }
+    if let Some(line) = provider_errors(s) {
+        let _ = writeln!(o, "{line}");
     }
     if !verdicts.is_empty() {
         let _ = writeln!(o);
