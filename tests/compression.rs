@@ -381,3 +381,23 @@ fn sweeps_take_the_window() {
     // A 200 K window compresses the spin-wait's context once: every later call is cheaper.
     assert!(waste("model.context_length=200000") < 0.7 * waste("model.context_length=1000000"));
 }
+
+#[test]
+fn the_report_names_compression_settings_a_config_changed() {
+    let t = TempDir::new("compression-report");
+    let setting = |s: &Value| s["summary"]["settings"]["compression"].clone();
+    let (_, s, _, _) = run_json(&t, SCENARIO, "d", "");
+    assert_eq!(setting(&s), Value::Null, "the defaults go unsaid");
+    let (_, s, _, _) = run_json(&t, SCENARIO, "t", "compression:\n  threshold: 0.9\n");
+    assert_eq!(
+        setting(&s),
+        "threshold 0.9 of the window, target_ratio 0.2 (a tail of that share of the threshold)"
+    );
+    let md = std::fs::read_to_string(t.join("t").join("summary.md")).unwrap();
+    assert!(
+        md.contains("| compression | threshold 0.9 of the window"),
+        "{md}"
+    );
+    let (_, s, _, _) = run_json(&t, SCENARIO, "o", "compression:\n  enabled: no\n");
+    assert_eq!(setting(&s), "off (compression.enabled)");
+}

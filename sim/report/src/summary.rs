@@ -92,7 +92,7 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
                     let _ = writeln!(o, "hard stops are {v}");
                 }
                 "warn after" | "hard stop after" | "config file" | "parent cap"
-                | "other limits" | "context window"
+                | "other limits" | "context window" | "compression"
                     if k != "parent cap" || st.runtime.is_some() =>
                 {
                     let _ = writeln!(o, "{k}: {v}");

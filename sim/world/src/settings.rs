@@ -58,6 +58,24 @@ fn runtime_settings(c: &EngineConfig) -> Option<RuntimeSettings> {
     })
 }
 
+/// Hermes's compression settings, when a config changed them: a threshold or a tail of its
+/// own, or compression off.
+fn compression_settings(c: &EngineConfig) -> Option<String> {
+    use loopsim_engine::turn::compression::Compression;
+    if Profile::get(c.profile).runtime != Runtime::Hermes {
+        return None;
+    }
+    let d = Compression::default();
+    match c.compression {
+        None => Some("off (compression.enabled)".into()),
+        Some(k) if k == d => None,
+        Some(k) => Some(format!(
+            "threshold {} of the window, target_ratio {} (a tail of that share of the threshold)",
+            k.threshold, k.target_ratio
+        )),
+    }
+}
+
 /// The limits a runtime has besides its cap (the article loop's token budget and its rules
 /// for tool results), one line each.
 fn other_limits(c: &EngineConfig) -> Vec<String> {
@@ -210,6 +228,9 @@ pub struct Settings {
     /// where compression starts in it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<String>,
+    /// Hermes's compression settings, where a config changed them from its defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
 }
 
 /// What a non-Hermes runtime's governance is, in its own terms.
@@ -283,6 +304,7 @@ impl Settings {
                 ),
                 None => format!("{w} tokens (model.context_length): compression off"),
             }),
+            compression: compression_settings(c),
         }
     }
 
@@ -364,6 +386,9 @@ impl Settings {
         ];
         if let Some(w) = &self.context_window {
             out.push(("context window".into(), w.clone()));
+        }
+        if let Some(k) = &self.compression {
+            out.push(("compression".into(), k.clone()));
         }
         if let Some((file, hash)) = &self.config_file {
             out.push((
