@@ -469,6 +469,18 @@ fn two_configs_compare_directly_and_the_rerun_line_reproduces_the_run() {
         "{md}"
     );
     assert!(md.contains("## What each run would have saved"), "{md}");
+    // The settings table has a row for every setting any run has: the run as written has no
+    // config file, and its cell says so.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| config file |"))
+        .unwrap_or_else(|| panic!("no config file row: {md}"));
+    assert!(
+        row.starts_with("| config file | - | ")
+            && row.contains("strict.yaml")
+            && row.contains("lax.yaml"),
+        "{row}"
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let calls = |i: usize| json["metrics"][i]["calls"].as_u64().unwrap();

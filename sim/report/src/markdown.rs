@@ -140,9 +140,17 @@ fn settings_table(o: &mut String, runs: &[ReportRun]) {
         .iter()
         .map(|r| r.summary.settings.as_ref().map_or(vec![], |s| s.lines()))
         .collect();
-    let Some(rows) = all.iter().find(|l| !l.is_empty()) else {
+    // Every setting any run has, in the order they first appear: a run without one (no
+    // config file, no window set) shows `-` in its row, not another setting's value.
+    let mut rows: Vec<&str> = Vec::new();
+    for (name, _) in all.iter().flatten() {
+        if !rows.contains(&name.as_str()) {
+            rows.push(name);
+        }
+    }
+    if rows.is_empty() {
         return;
-    };
+    }
     let _ = writeln!(o, "\n## Settings\n");
     let _ = writeln!(
         o,
@@ -153,10 +161,14 @@ fn settings_table(o: &mut String, runs: &[ReportRun]) {
             .join(" | ")
     );
     let _ = writeln!(o, "| --- |{}", " --- |".repeat(runs.len()));
-    for (i, (name, _)) in rows.iter().enumerate() {
+    for name in rows {
         let cells: Vec<&str> = all
             .iter()
-            .map(|l| l.get(i).map_or("-", |(_, v)| v.as_str()))
+            .map(|l| {
+                l.iter()
+                    .find(|(n, _)| n == name)
+                    .map_or("-", |(_, v)| v.as_str())
+            })
             .collect();
         let _ = writeln!(o, "| {name} | {} |", cells.join(" | "));
     }
