@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    TempDir, hermes_live_python_or_skip, loopsim_in, of_kind, output_text, root, trace_events,
+    TempDir, hermes_live_python_or_skip, live_identical, loopsim_in, of_kind, output_text, root,
+    trace_events,
 };
 use serde_json::Value;
 
@@ -427,22 +428,7 @@ fn a_child_whose_provider_fails_ends_its_task_and_the_parent_reads_the_results()
     };
     let runtime = format!("hermes={}", py.display());
     for (path, seed) in [(&down, "34"), (&some, "1"), (&some, "3")] {
-        let o = loopsim_in(
-            &root(),
-            &[
-                "diff",
-                path.to_str().unwrap(),
-                "--live",
-                &runtime,
-                "--seed",
-                seed,
-                "--format",
-                "json",
-            ],
-        );
-        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(v["identical"], true, "{} seed {seed}: {v}", path.display());
+        live_identical(&runtime, path, seed);
     }
 }
 

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{
-    TempDir, hermes_live_python_or_skip, loopsim_in, of_kind, output_text, root, trace_events,
+    TempDir, hermes_live_python_or_skip, live_identical, loopsim_in, of_kind, output_text, root,
+    trace_events,
 };
 use serde_json::Value;
 
@@ -120,22 +121,11 @@ fn the_real_hermes_loop_runs_mixed_batches_as_the_simulation_does() {
     // Seed 38 is the live suite's; seed 2 gives up on three unknown replies after mixed
     // batches; seed 20 strikes twice right before a mixed batch.
     for seed in ["2", "20"] {
-        let o = loopsim_in(
-            &root(),
-            &[
-                "diff",
-                "scenarios/live-unknown-tool-in-batch.toml",
-                "--live",
-                &runtime,
-                "--seed",
-                seed,
-                "--format",
-                "json",
-            ],
+        let v = live_identical(
+            &runtime,
+            std::path::Path::new("scenarios/live-unknown-tool-in-batch.toml"),
+            seed,
         );
-        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(v["identical"], true, "seed {seed}: {v}");
         assert!(v["compared_events"]["live"].as_u64().unwrap() >= 25, "{v}");
     }
 }
@@ -295,22 +285,11 @@ fn the_real_hermes_loop_rejects_unknown_tools_as_the_simulation_does_on_other_se
     // Seed 10 strikes the two-call step once and later steps four times; seed 18 strikes
     // twice in a row late in the script.
     for seed in ["10", "18"] {
-        let o = loopsim_in(
-            &root(),
-            &[
-                "diff",
-                "scenarios/live-unknown-tools.toml",
-                "--live",
-                &runtime,
-                "--seed",
-                seed,
-                "--format",
-                "json",
-            ],
+        let v = live_identical(
+            &runtime,
+            std::path::Path::new("scenarios/live-unknown-tools.toml"),
+            seed,
         );
-        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(v["identical"], true, "seed {seed}: {v}");
         assert!(v["compared_events"]["live"].as_u64().unwrap() >= 20, "{v}");
     }
 }
@@ -442,21 +421,6 @@ fn the_real_hermes_loop_drops_malformed_replies_as_the_simulation_does() {
         (mixed, "15"),
     ];
     for (path, seed) in cases {
-        let o = loopsim_in(
-            &root(),
-            &[
-                "diff",
-                path.to_str().unwrap(),
-                "--live",
-                &runtime,
-                "--seed",
-                seed,
-                "--format",
-                "json",
-            ],
-        );
-        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(v["identical"], true, "{} seed {seed}: {v}", path.display());
+        live_identical(&runtime, &path, seed);
     }
 }

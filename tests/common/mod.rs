@@ -322,6 +322,33 @@ pub fn hermes_live_python_or_skip(what: &str) -> Option<PathBuf> {
     or_skip(what, hermes_live_python())
 }
 
+/// `loopsim diff SCENARIO --live RUNTIME --seed SEED --format json`, which must find the
+/// simulation and the real loop identical: its JSON (`compared_events`, ...).
+pub fn live_identical(runtime: &str, scenario: &Path, seed: &str) -> serde_json::Value {
+    let o = loopsim_in(
+        &root(),
+        &[
+            "diff",
+            scenario.to_str().expect("a UTF-8 path"),
+            "--live",
+            runtime,
+            "--seed",
+            seed,
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["identical"],
+        true,
+        "{} seed {seed}: {v}",
+        scenario.display()
+    );
+    v
+}
+
 /// Runs a scenario (a path from the repository root) and returns its trace's events. Exit 1
 /// is allowed: an expectation of the scenario as written may fail under another seed.
 pub fn trace_events(scenario: impl AsRef<Path>, extra: &[&str]) -> Vec<serde_json::Value> {
