@@ -199,3 +199,80 @@ fn expectations_are_opt_in_and_bad_seed_ranges_are_refused() {
     assert!(stderr(&bad).contains("--seeds"), "{}", stderr(&bad));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn explore_runs_the_suite_under_another_runtimes_profile_and_its_reruns_name_it() {
+    // The suite under OpenHands' governance: what it cannot express is left out, each with
+    // its reason; the rest breaks no invariant.
+    let o = loopsim(
+        &root(),
+        &[
+            "explore",
+            "scenarios",
+            "--seeds",
+            "0..10",
+            "--profile",
+            "openhands-sdk-1.58",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let left: Vec<&serde_json::Value> = v["left_out"].as_array().unwrap().iter().collect();
+    let files = std::fs::read_dir(root().join("scenarios"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count() as u64;
+    assert!(!left.is_empty());
+    assert_eq!(
+        v["runs"].as_u64().unwrap(),
+        10 * (files - left.len() as u64)
+    );
+    assert!(
+        left.iter()
+            .any(|l| l["path"] == "scenarios/live-delegation.toml"
+                && l["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("delegates to child agents")),
+        "{left:?}"
+    );
+    // A broken invariant under the article's loop: the rerun line runs that profile.
+    let dir = scratch("profile", "two-call-cycle.toml");
+    let o = loopsim(
+        &dir,
+        &[
+            "explore",
+            "two-call-cycle.toml",
+            "--seeds",
+            "0..300",
+            "--profile",
+            "react-loop-article",
+            "--format",
+            "json",
+        ],
+        &[WRONG_PORT],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json(&o);
+    let f = &v["findings"][0];
+    assert_eq!(f["profile"], "react-loop-article");
+    let line = f["rerun"].as_str().unwrap();
+    assert!(line.contains("--profile react-loop-article"), "{line}");
+    let again = rerun(&dir, line, &["--out", dir.join("r").to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("untraced-cost"),
+        "{}",
+        stderr(&again)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

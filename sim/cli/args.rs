@@ -232,6 +232,10 @@ pub enum Command {
         /// A Hermes config.yaml laid over every scenario's config.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Run every scenario under this profile instead of its own (another runtime's
+        /// governance too); scenarios it cannot express are left out, each with its reason.
+        #[arg(long, value_parser = profile_parser())]
+        profile: Option<ProfileName>,
         /// The scenario folder used when no path is given (default: ./scenarios if it exists,
         /// else the built-in suite).
         #[arg(long)]

@@ -146,6 +146,7 @@ fn dispatch(cli: &Cli) -> Result<()> {
             faults,
             shrink,
             config,
+            profile,
             suite,
             format,
         } => cmd::explore::run(cmd::explore::Args {
@@ -155,6 +156,7 @@ fn dispatch(cli: &Cli) -> Result<()> {
             faults: *faults,
             shrink: *shrink,
             config: config.as_deref(),
+            profile: *profile,
             suite: suite.as_deref(),
             format: *format,
         }),

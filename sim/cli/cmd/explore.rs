@@ -20,6 +20,7 @@ pub struct Args<'a> {
     pub faults: bool,
     pub shrink: bool,
     pub config: Option<&'a Path>,
+    pub profile: Option<loopsim_engine::profile::ProfileName>,
     pub suite: Option<&'a Path>,
     pub format: Format,
 }
@@ -32,6 +33,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
         faults: a.faults,
         config: inputs::user_config(a.config)?,
         wrong_port: inputs::wrong_port()?,
+        profile: a.profile,
     };
     let found = explore::explore(&scenarios, seeds, &opts)?;
     let mut shrunk = Vec::new();
@@ -67,6 +69,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
             serde_json::to_string_pretty(&serde_json::json!({
                 "runs": found.runs,
                 "findings": found.findings,
+                "left_out": found.left_out,
                 "shrunk": shrunk,
             }))?
         ),

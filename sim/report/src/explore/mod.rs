@@ -33,6 +33,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use loopsim_engine::profile::ProfileName;
 use loopsim_world::expect::Verdict;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{InvariantChecks, RunError, RunOptions, Violation, WrongPort, run};
@@ -57,6 +58,9 @@ pub struct ExploreOptions {
     pub config: Option<Arc<UserConfig>>,
     /// A deliberately wrong port (the tests' `LOOPSIM_TEST_WRONG_PORT`).
     pub wrong_port: Option<WrongPort>,
+    /// Every scenario under this profile instead of its own (one the profile cannot express
+    /// is left out, with its reason); expectations then come from `[expect.under.PROFILE]`.
+    pub profile: Option<ProfileName>,
 }
 
 /// What went wrong in one seed's run.
@@ -87,6 +91,16 @@ pub struct Finding {
 pub struct Exploration {
     pub runs: u64,
     pub findings: Vec<Finding>,
+    /// Scenarios `--profile` cannot express, each with why: not run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A scenario the explored profile cannot express.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LeftOut {
+    pub path: String,
+    pub reason: String,
 }
 
 /// A run that could not be made at all (a scenario that does not run under its profile).
@@ -110,6 +124,13 @@ pub fn explore(
     let per = seeds.end - seeds.start;
     let mut out = Exploration::default();
     for sc in scenarios {
+        if let Some(reason) = opts.profile.and_then(|p| sc.unsupported_under(p)) {
+            out.left_out.push(LeftOut {
+                path: sc.path.clone(),
+                reason,
+            });
+            continue;
+        }
         let mut start = 0;
         while start < per {
             let end = (start + BLOCK).min(per);
@@ -133,6 +154,7 @@ pub fn explore(
 pub fn run_options(seed: u64, opts: &ExploreOptions) -> RunOptions {
     RunOptions {
         seed: Some(seed),
+        profile: opts.profile,
         config: opts.config.clone(),
         wrong_port: opts.wrong_port,
         invariants: InvariantChecks::Always,
@@ -153,7 +175,12 @@ pub fn explore_one(
             if !opts.expectations {
                 return Ok(None);
             }
-            let failed: Vec<Verdict> = crate::check::verdicts(sc, &summary)
+            // The scenario's own block, or under another profile the block for it (none: no
+            // expectations to fail).
+            let Some(block) = crate::check::block_for(sc, opts.profile, None) else {
+                return Ok(None);
+            };
+            let failed: Vec<Verdict> = crate::check::block_verdicts(sc, block, &summary)
                 .into_iter()
                 .filter(|v| !v.pass)
                 .collect();
@@ -175,7 +202,7 @@ pub fn explore_one(
         scenario: sc.file.name.clone(),
         path: sc.path.clone(),
         seed,
-        profile: sc.profile.to_string(),
+        profile: opts.profile.unwrap_or(sc.profile).to_string(),
         rerun: rerun_command(&sc.path, seed, opts),
         problem,
     }))
@@ -191,6 +218,9 @@ pub fn rerun_command(path: &str, seed: u64, opts: &ExploreOptions) -> String {
         "loopsim run {} --seed {seed} --check-invariants",
         quote(path)
     );
+    if let Some(p) = opts.profile {
+        cmd += &format!(" --profile {p}");
+    }
     if opts.faults {
         cmd += " --seeded-faults";
     }
@@ -226,11 +256,18 @@ pub fn text_report(e: &Exploration) -> String {
         .iter()
         .filter(|f| matches!(f.problem, Problem::Invariant(_)))
         .count();
+    for l in &e.left_out {
+        let _ = writeln!(o, "left out: {}", l.reason);
+    }
     let _ = writeln!(
         o,
-        "{} runs: {broken} broke an invariant, {} failed expectations",
+        "{} runs: {broken} broke an invariant, {} failed expectations{}",
         e.runs,
-        e.findings.len() - broken
+        e.findings.len() - broken,
+        match e.left_out.len() {
+            0 => String::new(),
+            n => format!("; {n} scenarios left out (not expressible under the profile)"),
+        }
     );
     o
 }
