@@ -13,6 +13,7 @@ use crate::limits::LimitStop;
 use crate::profile::GraphLayout;
 
 pub mod batch;
+pub mod compaction;
 pub mod compression;
 mod exit;
 pub mod invalid_calls;
