@@ -8,7 +8,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use common::{hermes_live_python_or_skip, root};
-use loopsim_engine::turn::compaction::{Message, Plan, Role, plan};
+use loopsim_engine::turn::compaction::{Message, Plan, Role, SUMMARY_FRAME_TOKENS, plan};
+use loopsim_engine::turn::compression::Compression;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
@@ -27,7 +28,15 @@ fn conversation(rng: &mut ChaCha8Rng, made: u32) -> Vec<Message> {
     let summary_at = (made > 0).then(|| rng.random_range(0..=rounds));
     for r in 0..rounds {
         if summary_at == Some(r) {
-            m.push(Message::summary(rng.random_range(600..4_000)));
+            let t = rng.random_range(600..4_000);
+            m.push(if rng.random_bool(0.5) {
+                Message::summary(t)
+            } else {
+                Message {
+                    role: Role::Summary { assistant: true },
+                    ..Message::summary(t)
+                }
+            });
         }
         match rng.random_range(0..10) {
             0 => m.push(Message::text(big(rng))),
@@ -64,8 +73,126 @@ fn role_name(r: Role) -> &'static str {
         Role::Assistant { calls: true, .. } => "calls",
         Role::Assistant { .. } => "text",
         Role::Tool => "tool",
-        Role::Summary => "summary",
+        Role::Summary { assistant: false } => "summary",
+        Role::Summary { assistant: true } => "asummary",
     }
+}
+
+/// Runs the driver over JSON lines.
+fn driver(py: &std::path::Path, input: Vec<u8>) -> Vec<Value> {
+    let mut child = Command::new(py)
+        .arg("tests/conformance/compaction_driver.py")
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn messages_json(msgs: &[Message]) -> Vec<Value> {
+    msgs.iter()
+        .map(|m| json!({"role": role_name(m.role), "tokens": m.tokens}))
+        .collect()
+}
+
+/// Two compactions agree: the same messages, each of the same role and size, but for the
+/// summary's size, which Hermes takes from another estimate of what it replaces (its
+/// messages printed whole, keys and all): within 1% there.
+fn agrees(engine: &Value, hermes: &Value) -> bool {
+    let close = |a: &Value, b: &Value| match (a.as_u64(), b.as_u64()) {
+        (Some(a), Some(b)) => a.abs_diff(b) <= 2 + b / 100,
+        _ => a == b,
+    };
+    let (e, h) = (engine["messages"].as_array(), hermes["messages"].as_array());
+    let (Some(e), Some(h)) = (e, h) else {
+        return false;
+    };
+    close(&engine["summary"], &hermes["summary"])
+        && e.len() == h.len()
+        && e.iter().zip(h).all(|(a, b)| {
+            a[0] == b[0]
+                && if a[0].as_str().is_some_and(|r| r.ends_with("summary")) {
+                    close(&a[1], &b[1])
+                } else {
+                    a[1] == b[1]
+                }
+        })
+}
+
+/// The whole compaction: what the conversation holds after it, message by message, and the
+/// summary's size, for Hermes's default settings in four windows.
+#[test]
+fn live_hermes_0_19_0_compacts_conversations_as_the_engine_does() {
+    let Some(py) = hermes_live_python_or_skip("the compaction conformance test") else {
+        return;
+    };
+    let rules = Compression::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(16);
+    let mut cases = Vec::new();
+    let mut input = Vec::new();
+    for _ in 0..2_000 {
+        let made = rng.random_range(0..3);
+        let window = [64_000, 130_000, 200_000, 1_000_000][rng.random_range(0..4)];
+        let msgs = conversation(&mut rng, made);
+        let line = json!({"messages": messages_json(&msgs), "made": made, "window": window});
+        writeln!(input, "{line}").unwrap();
+        cases.push((msgs, made, window));
+    }
+    let answers = driver(&py, input);
+    assert_eq!(answers.len(), cases.len());
+    let (mut merged, mut put_back, mut compacted) = (0, 0, 0);
+    for (i, ((msgs, made, window), want)) in cases.iter().zip(&answers).enumerate() {
+        let got = match rules.compact(*window, msgs, *made) {
+            None => {
+                json!({"messages": messages_json(msgs).iter().map(|m| json!([m["role"], m["tokens"]])).collect::<Vec<_>>(), "summary": null})
+            }
+            Some(c) => {
+                compacted += 1;
+                let summaries = c
+                    .messages
+                    .iter()
+                    .filter(|m| matches!(m.role, Role::Summary { .. }))
+                    .count();
+                merged += usize::from(
+                    !c.messages
+                        .iter()
+                        .any(|m| m.tokens == c.summary + SUMMARY_FRAME_TOKENS),
+                );
+                put_back += usize::from(
+                    c.messages.first().is_some_and(|m| m.role == Role::User)
+                        && summaries > 0
+                        && *made > 0,
+                );
+                json!({
+                    "messages": c.messages.iter().map(|m| json!([role_name(m.role), m.tokens])).collect::<Vec<_>>(),
+                    "summary": c.summary,
+                })
+            }
+        };
+        assert!(
+            agrees(&got, want),
+            "case {i}: made {made}, window {window}, {msgs:?}\nengine {got}\nhermes {want}"
+        );
+    }
+    assert!(
+        compacted > 1_000 && merged > 20 && put_back > 100,
+        "{compacted} compacted, {merged} merged into the tail, {put_back} with the task put back"
+    );
 }
 
 #[test]

@@ -45,7 +45,7 @@ fn the_threshold_and_the_tail_move_compression_and_defaults_hash_as_before() {
     let t = TempDir::new("compression-settings");
     let (base, code, text) = run(&t, "base", "");
     assert_eq!(code, Some(0), "{text}");
-    assert_eq!(compressions(&base)[0], "context 97602 -> 46000 tokens");
+    assert_eq!(compressions(&base)[0], "context 97533 -> 56326 tokens");
     // 90% of the 130 K window: the first compression waits for a larger context.
     let (late, _, _) = run(&t, "late", "compression:\n  threshold: 0.9\n");
     let first = &compressions(&late)[0];
@@ -60,7 +60,7 @@ fn the_threshold_and_the_tail_move_compression_and_defaults_hash_as_before() {
     // A larger tail keeps more after each compression.
     let (tail, _, _) = run(&t, "tail", "compression:\n  target_ratio: 0.5\n");
     assert_ne!(compressions(&tail)[0], compressions(&base)[0]);
-    assert!(compressions(&tail)[0].starts_with("context 97602 -> "));
+    assert!(compressions(&tail)[0].starts_with("context 97533 -> "));
     // Hermes's own defaults written out change nothing, not even the fingerprint.
     let (same, code, text) = run(
         &t,
@@ -91,7 +91,8 @@ fn enabled_is_on_only_for_true_1_or_yes_and_off_means_no_compression() {
             &format!("on{i}"),
             &format!("compression:\n  enabled: {value}\n"),
         );
-        assert_eq!(compressions(&evs).len(), 3, "enabled: {value}");
+        // One that frees 41 K tokens, three that free nothing (docs/hermes-semantics.md).
+        assert_eq!(compressions(&evs).len(), 4, "enabled: {value}");
     }
 }
 
@@ -222,7 +223,7 @@ fn a_window_in_the_config_compresses_the_incident_and_its_cache_reads_fall() {
         .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()))
         .unwrap();
     assert!((150_000..152_000).contains(&before), "{}", comp[0]);
-    assert!(after < 60_000, "{}", comp[0]);
+    assert!(after < 70_000, "{}", comp[0]);
     // The call after it reads the compressed context, none of it from the cache.
     let i = w200
         .iter()
@@ -332,7 +333,10 @@ fn the_window_is_read_as_hermes_reads_it() {
             "{table}: {out}"
         );
     }
-    // Live mode turns compression off, so it refuses a window it would not honour.
+    // Live, Hermes gets the same window (docs/live.md); the runs stay identical.
+    let Some(_) = common::hermes_live_python_or_skip("a window set live") else {
+        return;
+    };
     let p = t.join("w.yaml");
     std::fs::write(&p, "model:\n  context_length: 200000\n").unwrap();
     let o = loopsim_in(
@@ -347,8 +351,7 @@ fn the_window_is_read_as_hermes_reads_it() {
         ],
     );
     let out = output_text(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}");
-    assert!(out.contains("model.context_length 200000"), "{out}");
+    assert_eq!(o.status.code(), Some(0), "{out}");
 }
 
 #[test]
@@ -400,4 +403,112 @@ fn the_report_names_compression_settings_a_config_changed() {
     );
     let (_, s, _, _) = run_json(&t, SCENARIO, "o", "compression:\n  enabled: no\n");
     assert_eq!(setting(&s), "off (compression.enabled)");
+}
+
+/// `loopsim live SCENARIO` under Hermes: its exit code, its output and the live trace.
+fn live_run(t: &TempDir, scenario: &str) -> (Option<i32>, String, Vec<Value>) {
+    let out = t.join(scenario.replace('/', "_"));
+    let o = loopsim_in(&root(), &["live", scenario, "--out", out.to_str().unwrap()]);
+    let evs = std::fs::read_to_string(out.join("trace.jsonl"))
+        .map(|s| {
+            s.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    (o.status.code(), output_text(&o), evs)
+}
+
+/// The live trace's estimates: (call, Hermes's own estimate of the request, the scripted
+/// size), the summary requests with no call.
+fn estimates(evs: &[Value]) -> Vec<(Option<u64>, u64, u64)> {
+    evs.iter()
+        .filter(|e| e["kind"] == "context_estimate")
+        .map(|e| {
+            let scripted = e["detail"]
+                .as_str()
+                .unwrap()
+                .rsplit("scripted ")
+                .next()
+                .unwrap();
+            let scripted: u64 = scripted.trim_end_matches(" tokens").parse().unwrap();
+            (
+                e["call"].as_u64(),
+                e["input_tokens"].as_u64().unwrap(),
+                scripted,
+            )
+        })
+        .collect()
+}
+
+/// Compression against the real Hermes 0.19.0 loop (docs/live.md). The server pads what it
+/// returns so that Hermes's own estimate of each request, from which it decides to compact,
+/// is the context the scenario scripts; the run must then be identical event by event
+/// (compressions where the simulator makes them, their attempt counts and figures, the calls
+/// and their budget after them), and Hermes's estimate of what its compaction left must be
+/// the simulator's figure.
+#[test]
+fn live_hermes_compacts_where_and_as_the_simulator_does() {
+    let Some(_) = common::hermes_live_python_or_skip("live compression") else {
+        return;
+    };
+    let t = TempDir::new("live-compression");
+    let (code, text, evs) = live_run(&t, "scenarios/live-compression.toml");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("matches the live run event for event"),
+        "{text}"
+    );
+    let comps: Vec<&Value> = evs.iter().filter(|e| e["kind"] == "compression").collect();
+    assert_eq!(comps.len(), 2, "{comps:?}");
+    assert_eq!(comps[0]["detail"], "context 58414 -> 46442 tokens");
+    let est = estimates(&evs);
+    // Call 1 is the system prompt, the tools and the task (the scenario says 12,000 tokens;
+    // the first reply makes up the rest). From call 2 to call 11 (across the first compaction,
+    // before call 10) Hermes's estimate is the scripted context within 50 tokens: the
+    // compaction kept what the simulator keeps.
+    for &(call, hermes, scripted) in &est {
+        if let Some(c @ 2..=11) = call {
+            assert!(
+                hermes.abs_diff(scripted) <= 50,
+                "call {c}: {hermes} vs {scripted}"
+            );
+        }
+    }
+    // The summary request reads what the simulator says it reads, within 5%.
+    let (_, hermes, scripted) = est.iter().find(|e| e.0.is_none()).unwrap();
+    assert!(
+        hermes.abs_diff(*scripted) * 20 <= *scripted,
+        "{hermes} vs {scripted}"
+    );
+    // The call after each compaction reads nothing from the cache.
+    let after = evs
+        .iter()
+        .skip_while(|e| e["kind"] != "compression")
+        .find(|e| e["kind"] == "model_call")
+        .unwrap();
+    assert_eq!(after["call"], 10);
+    assert_eq!(after["input_tokens"], 46442);
+    assert_eq!(after["cache_read_tokens"], 0);
+
+    // Past the attempts: the third compaction frees nothing, the check after call 13
+    // compacts once more, uncounted, and the provider refuses call 14 as larger than the
+    // window: the turn ends there, its iteration spent (budget 14, 13 calls answered).
+    let (code, text, evs) = live_run(&t, "scenarios/live-compression-exhausted.toml");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("matches the live run event for event"),
+        "{text}"
+    );
+    let counts: Vec<u64> = evs
+        .iter()
+        .filter(|e| e["kind"] == "compression")
+        .map(|e| e["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [1, 2, 3, 3]);
+    let end = evs.iter().find(|e| e["kind"] == "turn_end").unwrap();
+    assert_eq!(
+        (&end["detail"], &end["call"], &end["budget_used"]),
+        (&Value::from("unknown"), &Value::from(13), &Value::from(14))
+    );
 }

@@ -7,15 +7,23 @@ Reads JSON lines on stdin, one conversation each:
      "made": 0, "tail_budget": 10880}
 
 Roles: ``user``, ``calls`` (an assistant reply with tool calls and no text), ``text`` (an
-assistant reply with text only), ``tool`` (the result of the call before it) and ``summary``
-(an earlier compaction's summary, in a user message). Each message is built so that Hermes's
-own per-message estimate of it is exactly ``tokens``. ``made`` is the session's compaction
-count so far.
+assistant reply with text only), ``tool`` (the result of the call before it), ``summary`` and
+``asummary`` (an earlier compaction's summary, in a user or an assistant message). Each
+message is built so that Hermes's own per-message estimate of it is exactly ``tokens``.
+``made`` is the session's compaction count so far.
 
 Writes one JSON line per conversation: ``{"plan": "nothing"}`` when Hermes would leave it as
 it is, else ``{"start": S, "end": E, "pruned": [indices of pruned results]}``: the steps
 ``compress()`` takes before its summary call, in its order, through the compressor's own
-methods. This file contains no Hermes code: it imports the installed package.
+methods.
+
+With ``"window": W`` in a line, the whole compaction runs instead: ``compress()`` of a
+compressor for a W-token window (its summary model answers with exactly the summary budget
+Hermes asks for), then the runtime's own restoring of the user's message
+(``conversation_compression``). The answer is ``{"messages": [[role, tokens], ...]}``, the
+conversation after it in the same terms, and ``"summary"``, the budget asked for.
+
+This file contains no Hermes code: it imports the installed package.
 
 Exit codes: 0 ok; 2 a line that is not such a conversation (the message names the line).
 """
@@ -30,6 +38,7 @@ from agent.context_compressor import (
     ContextCompressor,
     _estimate_msg_budget_tokens,
 )
+from agent.conversation_compression import _ensure_compressed_has_user_turn
 
 
 def fail(line: int, why: str) -> None:
@@ -55,7 +64,10 @@ def build(spec: list, line: int) -> list:
         if role == "user":
             msgs.append({"role": "user", "content": text(tokens, tag, line)})
         elif role == "summary":
-            msgs.append({"role": "user", "content": text(tokens, tag, line, SUMMARY_PREFIX)})
+            msgs.append({"role": "user", "content": text(tokens, "", line, SUMMARY_PREFIX + tag)})
+        elif role == "asummary":
+            msgs.append({"role": "assistant",
+                         "content": text(tokens, "", line, SUMMARY_PREFIX + tag)})
         elif role == "text":
             msgs.append({"role": "assistant", "content": text(tokens, tag, line)})
         elif role == "calls":
@@ -92,6 +104,37 @@ def compressor(made: int, tail_budget: int) -> ContextCompressor:
     return c
 
 
+def describe(m: dict) -> list:
+    """A message in the input's terms: its role and Hermes's estimate of it."""
+    content = m.get("content") or ""
+    summary = ContextCompressor._is_context_summary_content(content)
+    if m.get("role") == "tool":
+        role = "tool"
+    elif m.get("role") == "user":
+        role = "summary" if summary else "user"
+    elif summary:
+        role = "asummary"
+    else:
+        role = "calls" if m.get("tool_calls") else "text"
+    return [role, _estimate_msg_budget_tokens(m)]
+
+
+def whole(msgs: list, made: int, window: int) -> dict:
+    c = ContextCompressor("loopsim-model", quiet_mode=True, config_context_length=window)
+    c.compression_count = made
+    asked = []
+
+    def summary(turns, **_kw):
+        budget = c._compute_summary_budget(turns)
+        asked.append(budget)
+        return ContextCompressor._with_summary_prefix("S" * (4 * budget))
+
+    c._generate_summary = summary
+    out = c.compress([dict(m) for m in msgs])
+    _ensure_compressed_has_user_turn(msgs, out)
+    return {"messages": [describe(m) for m in out], "summary": asked[0] if asked else None}
+
+
 def main() -> None:
     for line, raw in enumerate(sys.stdin, start=1):
         if not raw.strip():
@@ -101,6 +144,9 @@ def main() -> None:
         except json.JSONDecodeError as e:
             fail(line, f"not JSON: {e}")
         msgs = build(case.get("messages") or [], line)
+        if case.get("window"):
+            print(json.dumps(whole(msgs, int(case.get("made", 0)), int(case["window"]))))
+            continue
         c = compressor(int(case.get("made", 0)), int(case.get("tail_budget", 0)))
         if len(msgs) <= c._protect_head_size(msgs) + 3 + 1:
             print(json.dumps({"plan": "nothing"}))

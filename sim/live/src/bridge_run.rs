@@ -227,10 +227,10 @@ pub fn world_for(
     let cfg = sc
         .engine_config_over(profile, None, config)
         .map_err(|e| e.to_string())?;
-    if let Some(w) = cfg.context_length {
+    if let Some(w) = cfg.context_length.filter(|_| runtime != Runtime::Hermes) {
         return Err(format!(
-            "{}: model.context_length {w}: live mode turns Hermes's context compression off, \
-             so a window set for it cannot run live yet; run the scenario simulated",
+            "{}: model.context_length {w}: a window is Hermes's setting; {runtime:?}'s live \
+             loop has no context compression loopsim has proved",
             sc.path
         ));
     }
@@ -242,7 +242,8 @@ pub fn world_for(
     Ok(LiveWorld::new(sc, seed, &rules)
         .for_runtime(runtime)
         .with_planning(planning)
-        .with_provider_retry(cfg.provider_retry))
+        .with_provider_retry(cfg.provider_retry)
+        .with_compression(cfg.compression, cfg.context_length))
 }
 
 /// Runs `sc` through the real loop of `opts.runtime` in `opts.python`.

@@ -23,6 +23,7 @@ pub const COMPARED_KINDS: &[&str] = &[
     "notice",
     "summary_call",
     "planning_call",
+    "compression",
     "turn_end",
 ];
 

@@ -12,18 +12,29 @@ pub const LIVE_PY: &str = include_str!("../../../bridges/hermes/live.py");
 
 /// What a scenario asks for that live mode cannot reproduce yet, if anything.
 pub fn unsupported(sc: &Scenario) -> Option<String> {
+    let parent = window_of(sc, "parent");
     sc.file
-        .models
+        .agents
         .iter()
-        .find(|(_, m)| m.context_window.is_some())
-        .map(|(name, _)| {
+        .find(|(name, _)| window_of(sc, name) != parent)
+        .map(|(name, a)| {
             format!(
-                "{}: models.{name}.context_window: live mode turns Hermes's context compression off \
-                 (it would call an auxiliary model loopsim does not script), so a context that \
-                 fills its window cannot run live yet; run the scenario simulated",
-                sc.path
+                "{}: agents.{name}: its model `{}` has another context window than the \
+                 parent's; Hermes gives every agent of a run one window (model.context_length), \
+                 so this cannot run live; run the scenario simulated",
+                sc.path,
+                a.model.get_ref()
             )
         })
+}
+
+/// The context window of agent `name`'s model, if the scenario gives it one.
+fn window_of(sc: &Scenario, name: &str) -> Option<u64> {
+    let model = sc.file.agents[name].model.get_ref();
+    sc.file.models[model]
+        .context_window
+        .as_ref()
+        .map(|w| *w.get_ref())
 }
 
 fn merge(base: &mut Value, over: &Value) {
@@ -56,7 +67,6 @@ pub fn config_yaml(sc: &Scenario, user: Option<&UserConfig>, base_url: &str) -> 
     for task in [
         "vision",
         "web_extract",
-        "compression",
         "skills_hub",
         "approval",
         "mcp",
@@ -65,17 +75,24 @@ pub fn config_yaml(sc: &Scenario, user: Option<&UserConfig>, base_url: &str) -> 
     ] {
         auxiliary.insert(task.into(), aux(&aux_model));
     }
+    // The window: the scenario's, else one no scenario fills (a config's key wins over both).
+    let window = window_of(sc, "parent").unwrap_or(1_000_000);
+    // Compression summaries go to a model of their own, so the server tells them from the
+    // agents' calls; its window is the run's, so Hermes probes no endpoint for it.
+    let mut compression = aux(crate::world::COMPRESSION_MODEL);
+    compression["context_length"] = json!(window);
+    auxiliary.insert("compression".into(), compression);
     let mut cfg = json!({
         "model": {
             "default": parent_model,
             "provider": "custom",
             "base_url": base_url,
             "api_key": "loopsim",
-            "context_length": 1_000_000,
+            "context_length": window,
         },
         "agent": { "environment_probe": false },
         "memory": { "memory_enabled": false, "user_profile_enabled": false, "provider": "" },
-        "compression": { "enabled": false },
+        "compression": { "enabled": true },
         // The skills toolset is offered (scenarios call skill_view); its background review
         // after long turns would be a model call no scenario scripts.
         "skills": { "creation_nudge_interval": 0 },

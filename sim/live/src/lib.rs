@@ -39,6 +39,7 @@
 
 pub mod bridge_run;
 pub mod compare;
+pub mod estimate;
 pub mod hermes;
 pub mod openai;
 pub mod openai_agents;

@@ -12,6 +12,8 @@ pub struct ChatRequest {
     pub tools: bool,
     pub stream: bool,
     pub include_usage: bool,
+    /// Hermes's rough size of the request in tokens ([`crate::estimate::rough_tokens`]).
+    pub rough_tokens: u64,
 }
 
 /// One message of the conversation, as far as the scripted model reads it.
@@ -96,6 +98,10 @@ impl ChatRequest {
                 .pointer("/stream_options/include_usage")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            rough_tokens: crate::estimate::rough_tokens(
+                raw,
+                v.get("tools").and_then(Value::as_array),
+            ),
         })
     }
 

@@ -260,6 +260,15 @@ async fn chat(State(state): State<AppState>, body: Bytes) -> Response {
         }
         Err(LiveError::Provider(f)) if f.fault == ProviderFault::DroppedStream => dropped_stream(),
         Err(LiveError::Provider(f)) => provider_error(&f),
+        Err(e @ LiveError::ContextOverflow { .. }) => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({ "error": {
+                "message": e.to_string(),
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            } })),
+        )
+            .into_response(),
         Err(e) => error(&state, status_of(&e), e.to_string()),
     }
 }

@@ -42,9 +42,27 @@ pub enum Role {
     Assistant { calls: bool, text: bool },
     /// A tool's result.
     Tool,
-    /// An earlier compaction's summary (Hermes puts it in a user or an assistant message,
-    /// and never takes it for the user's own).
-    Summary,
+    /// An earlier compaction's summary, in an assistant message or a user one (Hermes never
+    /// takes it for the user's own; in an assistant message it counts as a reply with text).
+    Summary { assistant: bool },
+}
+
+impl Role {
+    /// The role the message has in the conversation.
+    fn speaker(self) -> Speaker {
+        match self {
+            Role::User | Role::Summary { assistant: false } => Speaker::User,
+            Role::Assistant { .. } | Role::Summary { assistant: true } => Speaker::Assistant,
+            Role::Tool => Speaker::Tool,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Speaker {
+    User,
+    Assistant,
+    Tool,
 }
 
 /// One message of the conversation.
@@ -100,9 +118,10 @@ impl Message {
         self.note = note;
         self
     }
+    /// A summary in a user message.
     pub fn summary(tokens: u64) -> Self {
         Message {
-            role: Role::Summary,
+            role: Role::Summary { assistant: false },
             tokens,
             note: PRUNED_TOKENS,
         }
@@ -120,6 +139,13 @@ const TAIL_FLOOR: usize = 8;
 const PRUNE_ABOVE: u64 = 60;
 /// The usual size of that note in Hermes's estimate ("[tool] did what (N chars)").
 pub const PRUNED_TOKENS: u64 = 21;
+
+/// What Hermes puts around a summary in its own message (a note that it is for reference
+/// only, an end marker), in its per-message estimate.
+pub const SUMMARY_FRAME_TOKENS: u64 = 439;
+/// The same when the summary is appended to the first message of the tail (with a header
+/// and a delimiter besides).
+pub const MERGED_FRAME_TOKENS: u64 = 457;
 
 /// What a compaction does to a conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,7 +180,7 @@ pub fn plan(msgs: &[Message], made: u32, tail_budget: u64) -> Plan {
 /// The protected head: the first exchange until the session has compacted once (or holds
 /// an earlier summary), then nothing.
 fn head_size(msgs: &[Message], made: u32) -> usize {
-    if made > 0 || msgs.iter().any(|m| m.role == Role::Summary) {
+    if made > 0 || msgs.iter().any(|m| matches!(m.role, Role::Summary { .. })) {
         0
     } else {
         PROTECT_FIRST
@@ -273,7 +299,7 @@ fn keep_last_user(msgs: &[Message], cut: usize, head_end: usize) -> usize {
 /// The index after the user message at `u`, its reply and that reply's results.
 fn exchange_end(msgs: &[Message], u: usize) -> usize {
     let mut i = u + 1;
-    if i >= msgs.len() || !matches!(msgs[i].role, Role::Assistant { .. }) {
+    if i >= msgs.len() || msgs[i].role.speaker() != Speaker::Assistant {
         return i;
     }
     i += 1;
@@ -288,17 +314,118 @@ fn keep_last_reply(msgs: &[Message], cut: usize, head_end: usize) -> usize {
     let mut any = None;
     let mut found = None;
     for i in (head_end..msgs.len()).rev() {
-        if let Role::Assistant { text, .. } = msgs[i].role {
-            any.get_or_insert(i);
-            if text {
-                found = Some(i);
-                break;
-            }
+        let text = match msgs[i].role {
+            Role::Assistant { text, .. } => text,
+            Role::Summary { assistant: true } => true,
+            _ => continue,
+        };
+        any.get_or_insert(i);
+        if text {
+            found = Some(i);
+            break;
         }
     }
     match found.or(any) {
         Some(a) if a < cut => align_backward(msgs, a).max(head_end + 1),
         _ => cut,
+    }
+}
+
+/// The messages a summary replaces that it reads: those after the newest earlier summary
+/// among them (that one's text is carried forward instead).
+pub fn summarised(pruned: &[Message], start: usize, end: usize) -> &[Message] {
+    let from = (start..end)
+        .rev()
+        .find(|&i| matches!(pruned[i].role, Role::Summary { .. }))
+        .map_or(start, |i| i + 1);
+    &pruned[from..end]
+}
+
+/// The conversation after a compaction that replaced `pruned[start..end]` with a summary of
+/// `summary` tokens: the summary in its own message (its role chosen so that no two
+/// neighbours share one) or appended to the first message of the tail when no role fits;
+/// and, where no message of the user's own is left, the newest one of `original` put back.
+pub fn compacted(
+    original: &[Message],
+    pruned: &[Message],
+    start: usize,
+    end: usize,
+    summary: u64,
+) -> Vec<Message> {
+    let n = pruned.len();
+    let last_head = start
+        .checked_sub(1)
+        .map_or(Speaker::User, |i| pruned[i].role.speaker());
+    let first_tail = pruned.get(end).map_or(Speaker::User, |m| m.role.speaker());
+    let user_survives = pruned[..start]
+        .iter()
+        .chain(&pruned[end..])
+        .any(|m| m.role.speaker() == Speaker::User);
+    let force_user = !user_survives;
+    let mut speaker = if last_head != Speaker::User || force_user {
+        Speaker::User
+    } else {
+        Speaker::Assistant
+    };
+    let mut merge = false;
+    if speaker == first_tail {
+        let flipped = if speaker == Speaker::User {
+            Speaker::Assistant
+        } else {
+            Speaker::User
+        };
+        if flipped != last_head && !force_user {
+            speaker = flipped;
+        } else {
+            merge = true;
+        }
+    }
+    let mut out = Vec::with_capacity(n - (end - start) + 2);
+    out.extend_from_slice(&pruned[..start]);
+    if !merge {
+        out.push(Message {
+            role: Role::Summary {
+                assistant: speaker == Speaker::Assistant,
+            },
+            tokens: summary + SUMMARY_FRAME_TOKENS,
+            note: PRUNED_TOKENS,
+        });
+    }
+    for (i, m) in pruned[end..].iter().enumerate() {
+        let mut m = *m;
+        if merge && i == 0 {
+            m.tokens += summary + MERGED_FRAME_TOKENS;
+            m.role = Role::Summary {
+                assistant: m.role.speaker() == Speaker::Assistant,
+            };
+        }
+        out.push(m);
+    }
+    if !out.iter().any(|m| m.role == Role::User)
+        && let Some(anchor) = original.iter().rev().find(|m| m.role == Role::User)
+    {
+        put_back(&mut out, *anchor);
+    }
+    out
+}
+
+/// The user's newest message goes back before the first reply that no user message
+/// precedes, else at the end, else (after a user message of the runtime's own) into it.
+fn put_back(out: &mut Vec<Message>, anchor: Message) {
+    let slot = (0..out.len()).find(|&i| {
+        out[i].role.speaker() == Speaker::Assistant
+            && (i == 0 || out[i - 1].role.speaker() != Speaker::User)
+    });
+    match (slot, out.last()) {
+        (Some(i), _) => out.insert(i, anchor),
+        (None, None) => out.push(anchor),
+        (None, Some(last)) if last.role.speaker() != Speaker::User => out.push(anchor),
+        (None, Some(last)) if matches!(last.role, Role::Summary { .. }) => out.push(anchor),
+        (None, Some(_)) => {
+            let last = out.last_mut().expect("not empty");
+            last.tokens += anchor.tokens;
+            last.role = Role::User;
+        }
     }
 }
 

@@ -17,13 +17,14 @@ use loopsim_engine::hash::{ResultHashing, Signature, result_hash};
 use loopsim_engine::json::{self, Value};
 use loopsim_engine::profile::Runtime;
 use loopsim_engine::retry::{ProviderRetry, RetryStep};
+use loopsim_engine::turn::compression::Compression;
 use loopsim_world::clock::Duration;
 use loopsim_world::faults::{
     Failure, FaultStream, MALFORMED_ARGS, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR,
 };
 use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
-    ArgsCache, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
+    ArgsCache, ContextGate, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
 };
 use loopsim_world::trace::Event;
 
@@ -47,6 +48,17 @@ pub const USER_TURN_MARK: &str = ", user turn ";
 
 /// What every task loopsim writes carries (the first user message and each later one).
 pub const TASK_MARK: &str = "(loopsim scenario ";
+
+/// The model name live mode gives Hermes's auxiliary compression model: a request for it is
+/// a summary of the conversation's middle, made before the agent's next call.
+pub const COMPRESSION_MODEL: &str = "loopsim-compression";
+
+/// Tokens of a tool message around its content (role, call id, quoting), as Hermes's rough
+/// estimate counts them.
+const TOOL_MESSAGE_OVERHEAD: u64 = 20;
+
+/// The text that pads a tool result (it names no agent and no task).
+const PAD_TEXT: &str = "filler to the scripted size. ";
 
 /// The tool smolagents' model answers with: its `answer` argument is the final answer.
 pub const SMOLAGENTS_ANSWER_TOOL: &str = "final_answer";
@@ -79,6 +91,13 @@ pub enum LiveError {
     Provider(Failure),
     #[error("{0}")]
     Unsupported(String),
+    /// Not a refusal: the prompt is larger than the model's window, which a provider
+    /// answers with an error of its own.
+    #[error(
+        "loopsim: the scenario's model has a context length of {window} tokens, and this \
+         prompt holds {tokens}"
+    )]
+    ContextOverflow { window: u64, tokens: u64 },
 }
 
 /// A tool call the scripted model issued, waiting for the runtime to run it.
@@ -120,6 +139,14 @@ struct LiveAgent {
     /// Tool call ids of the last reply when it called only unknown tools: the next request
     /// carries the runtime's error results for them, if it sent any.
     unknown_round: Vec<String>,
+    /// Hermes's rough estimate of the agent's next request so far (its last request, the
+    /// reply and the results served since): where padding starts from.
+    rough_next: u64,
+    /// Each result text as padded the first time it came back.
+    padded: HashMap<String, String>,
+    /// The runtime compacted the conversation since the agent's last request: the user
+    /// messages of its next one are counted afresh (a summary may be one of them).
+    compacted: bool,
 }
 
 /// Where an agent's background children stand at its virtual time.
@@ -164,6 +191,9 @@ pub struct LiveWorld {
     planning: Option<(u64, u64)>,
     /// How the runtime retries provider errors (Hermes's, with the config's attempts).
     provider_retry: ProviderRetry,
+    /// Hermes's compression settings (none: off) and the window a config sets.
+    compression: Option<Compression>,
+    context_length: Option<u64>,
 }
 
 impl LiveWorld {
@@ -189,6 +219,8 @@ impl LiveWorld {
             runtime: Runtime::Hermes,
             planning: None,
             provider_retry: ProviderRetry::HERMES,
+            compression: None,
+            context_length: None,
         };
         w.add_agent("parent", "parent", 0);
         w
@@ -210,6 +242,25 @@ impl LiveWorld {
         self
     }
 
+    /// The runtime compresses contexts so (Hermes; `None`: it does not), in windows a
+    /// config may set for every model. Agents made before this call keep what they had.
+    pub fn with_compression(mut self, rules: Option<Compression>, window: Option<u64>) -> Self {
+        self.compression = rules;
+        self.context_length = window;
+        // The parent has not been asked anything yet: it starts over under these rules.
+        let parent = ScriptedAgent::new(&self.sc.file, "parent", "parent", self.seed);
+        self.agents[0].script = self.script_rules(parent);
+        self
+    }
+
+    fn script_rules(&self, s: ScriptedAgent<'static>) -> ScriptedAgent<'static> {
+        let s = s.with_context_length(self.context_length);
+        match self.compression {
+            Some(c) => s.with_compression(c),
+            None => s.without_compression(),
+        }
+    }
+
     /// The runtime plans every `interval` steps of at most `max_steps` (smolagents): a
     /// tools-free request is then a planning call unless the run has made its last step.
     pub fn with_planning(mut self, planning: Option<(u64, u64)>) -> Self {
@@ -226,8 +277,9 @@ impl LiveWorld {
 
     fn add_agent(&mut self, name: &str, spec: &str, start_us: u64) -> usize {
         let id = self.agents.len();
+        let script = self.script_rules(ScriptedAgent::new(&self.sc.file, name, spec, self.seed));
         self.agents.push(LiveAgent {
-            script: ScriptedAgent::new(&self.sc.file, name, spec, self.seed),
+            script,
             clock_us: start_us,
             calls: 0,
             user_messages: 0,
@@ -242,6 +294,9 @@ impl LiveWorld {
             run_steps: 0,
             faults: None,
             unknown_round: Vec::new(),
+            rough_next: 0,
+            padded: HashMap::new(),
+            compacted: false,
         });
         self.by_name.insert(name.to_string(), id);
         id
@@ -305,6 +360,9 @@ impl LiveWorld {
                 completion_tokens: 1,
             });
         }
+        if req.model == COMPRESSION_MODEL {
+            return Ok(self.compression_reply(req));
+        }
         let a = self.agent_of(req)?;
         self.unknown_tool_errors(a, req);
         let planning = !req.tools && self.is_planning(a);
@@ -330,6 +388,10 @@ impl LiveWorld {
             req.messages.iter().filter(|m| m.role == "user").count()
         };
         let ag = &mut self.agents[a];
+        if std::mem::take(&mut ag.compacted) {
+            // Compaction happens between two calls of a turn: no user turn opens here.
+            ag.user_messages = users;
+        }
         let last_user = req
             .messages
             .iter()
@@ -377,6 +439,18 @@ impl LiveWorld {
         if planning {
             return Ok(self.planning_reply(a));
         }
+        let script = &self.agents[a].script;
+        if let Some(window) = script
+            .window()
+            .filter(|_| script.compression_threshold().is_some())
+            && script.context() > window
+        {
+            // The provider refuses it; the runtime compacts and asks again, or gives up.
+            return Err(LiveError::ContextOverflow {
+                window,
+                tokens: script.context(),
+            });
+        }
         self.provider_attempt(a)?;
         self.agents[a].run_steps += 1;
         let call = self.agents[a].script.reply(true);
@@ -387,7 +461,68 @@ impl LiveWorld {
             f.call_answered();
         }
         self.agents[a].last_empty = matches!(call.reply, Reply::Empty);
+        self.agents[a].rough_next = req.rough_tokens;
         self.reply_with(a, call)
+    }
+
+    /// Hermes's auxiliary compression call: the summary of the middle of the conversation
+    /// of the agent whose context reached the threshold, made before that agent's next
+    /// call. It is answered with the scripted summary's size and figures, and the agent's
+    /// context becomes what the simulator's gate makes of it.
+    fn compression_reply(&mut self, req: &ChatRequest) -> ChatReply {
+        let due: Vec<usize> = (0..self.agents.len())
+            .filter(|&a| {
+                let ag = &self.agents[a];
+                ag.turn_open && !ag.finished && ag.script.compression_due()
+            })
+            .collect();
+        let tagged = req
+            .messages
+            .iter()
+            .find_map(|m| find_agent_tag(&m.content))
+            .and_then(|t| self.by_name.get(t).copied());
+        let a = match (due.as_slice(), tagged) {
+            ([a], _) => *a,
+            (_, Some(t)) => t,
+            (more, None) => more.first().copied().unwrap_or(0),
+        };
+        let (input, output, latency, e) = match self.agents[a].script.context_gate() {
+            ContextGate::Compressed(c) => {
+                let mut e = self.event(a, "compression");
+                e.count = Some(c.attempt);
+                e.detail = Some(format!("context {} -> {} tokens", c.before, c.after));
+                (c.input_tokens, c.output_tokens, c.latency.0, e)
+            }
+            _ => {
+                // The simulator would send the request as it is: the comparison shows this.
+                let mut e = self.event(a, "compression");
+                e.detail = Some(format!(
+                    "the runtime compresses a context of {} tokens, below the simulator's \
+                     threshold",
+                    self.agents[a].script.context()
+                ));
+                (0, 0, 0, e)
+            }
+        };
+        let mut e = e;
+        e.input_tokens = Some(input);
+        e.output_tokens = Some(output);
+        e.latency_us = Some(latency);
+        self.events.push(e);
+        // What the summary request really holds, beside the scripted figure (not compared).
+        let mut e = self.event(a, "context_estimate");
+        e.input_tokens = Some(req.rough_tokens);
+        e.detail = Some(format!("summary prompt, scripted {input} tokens"));
+        self.events.push(e);
+        self.agents[a].clock_us += latency;
+        self.agents[a].compacted = true;
+        ChatReply {
+            content: padding(output.max(1) as usize * 4),
+            tool_calls: Vec::new(),
+            prompt_tokens: input,
+            cached_tokens: 0,
+            completion_tokens: output,
+        }
     }
 
     /// One attempt of the agent's next model call against the scenario's provider faults,
@@ -521,7 +656,7 @@ impl LiveWorld {
     /// dispatcher's waits while the dispatcher's turn is open, and a dispatcher waits while
     /// one of its running background children is behind it.
     pub fn must_wait(&mut self, req: &ChatRequest) -> bool {
-        if self.is_approval(req) {
+        if self.is_approval(req) || req.model == COMPRESSION_MODEL {
             return false;
         }
         let Ok(a) = self.agent_of(req) else {
@@ -596,6 +731,15 @@ impl LiveWorld {
         e.latency_us = Some(call.latency.0);
         e.detail = call.detail().map(str::to_string);
         self.events.push(e);
+        if self.agents[a].script.compression_threshold().is_some() {
+            // What Hermes's check before this call saw, beside what the scenario scripts
+            // (not compared: the check's outcome is, through the compression events).
+            let mut e = self.event(a, "context_estimate");
+            e.call = Some(n);
+            e.input_tokens = Some(self.agents[a].rough_next);
+            e.detail = Some(format!("scripted {} tokens", call.input_tokens));
+            self.events.push(e);
+        }
         self.agents[a].clock_us += call.latency.0;
         let mut tool_calls = Vec::new();
         let mut content = String::new();
@@ -700,6 +844,9 @@ impl LiveWorld {
                 arguments: answer.to_string(),
             });
         }
+        if !tool_calls.is_empty() && content.is_empty() {
+            content = self.padded_reply(a, &tool_calls);
+        }
         Ok(ChatReply {
             content,
             tool_calls,
@@ -707,6 +854,28 @@ impl LiveWorld {
             cached_tokens: call.cache_read_tokens,
             completion_tokens: call.output_tokens,
         })
+    }
+
+    /// The text of a reply that calls tools, where Hermes compacts: filler that makes
+    /// Hermes's own estimate of the conversation (characters over 4), from which it decides
+    /// to compact, the context the scenario scripts after the reply. It makes up for what
+    /// the real messages lack: the reply's own output tokens, the scenario's size of the
+    /// system prompt and task, and any difference left by the last round's results (whose
+    /// padding follows their text alone). Tool calls and results are untouched, so the
+    /// guardrails see what they would see without it.
+    fn padded_reply(&self, a: usize, calls: &[ToolCall]) -> String {
+        let ag = &self.agents[a];
+        if ag.script.compression_threshold().is_none() {
+            return String::new();
+        }
+        let own: usize = calls
+            .iter()
+            .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 70)
+            .sum::<usize>()
+            + 40;
+        let now = ag.rough_next + own.div_ceil(4) as u64;
+        let missing = ag.script.context().saturating_sub(now);
+        padding(missing as usize * 4)
     }
 
     /// A reply of tool calls the runtime will not run (unknown tools, arguments that are not
@@ -811,8 +980,26 @@ impl LiveWorld {
             let e = self.event(a, "interrupt");
             self.events.push(e);
         }
+        let mut result = run.result;
+        if self.agents[a].script.compression_threshold().is_some() {
+            // A result as long as its scripted size (see `padded_reply`). The first size
+            // of a text holds for every later copy: identical results stay identical.
+            let chars = (run.tokens.saturating_sub(TOOL_MESSAGE_OVERHEAD) * 4) as usize;
+            result = self.agents[a]
+                .padded
+                .entry(result)
+                .or_insert_with_key(|r| {
+                    let mut p = r.clone();
+                    if chars > r.len() + 1 {
+                        p.push('\n');
+                        p.push_str(&padding(chars - r.len() - 1));
+                    }
+                    p
+                })
+                .clone();
+        }
         Ok(ToolAnswer {
-            result: run.result,
+            result,
             failed: run.failed,
             interrupt,
         })
@@ -832,7 +1019,9 @@ impl LiveWorld {
 
     /// The model names a client may ask for.
     pub fn model_names(&self) -> Vec<String> {
-        self.sc.file.models.keys().cloned().collect()
+        let mut names: Vec<String> = self.sc.file.models.keys().cloned().collect();
+        names.push(COMPRESSION_MODEL.into());
+        names
     }
 
     /// A fresh id for a reply.
@@ -851,4 +1040,9 @@ impl LiveWorld {
     pub fn issued_args(&self, id: &str) -> Option<&Value> {
         self.issued.get(id).map(|i| &i.args)
     }
+}
+
+/// `chars` characters of filler text.
+fn padding(chars: usize) -> String {
+    PAD_TEXT.chars().cycle().take(chars).collect()
 }

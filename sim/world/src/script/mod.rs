@@ -36,8 +36,9 @@
 
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::{self, Value};
-use loopsim_engine::observation::{ObservationRules, cut_head, cut_tokens, trimmed_context};
-use loopsim_engine::turn::compression::{Compression, Gate};
+use loopsim_engine::observation::{ObservationRules, cut_head, cut_tokens};
+use loopsim_engine::turn::compaction::Message;
+use loopsim_engine::turn::compression::Compression;
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
 
@@ -45,6 +46,7 @@ use crate::clock::Duration;
 use crate::rng::stream;
 use crate::scenario::{AgentSpec, CallSpec, Dist, ModelSpec, ScenarioFile, Step, Until};
 
+mod context;
 mod tools;
 
 pub use tools::{ApprovalCall, ToolRun, render_result};
@@ -212,6 +214,8 @@ pub struct ScriptedAgent<'s> {
     window: Option<u64>,
     /// Hermes's compression settings (`compresses` says whether it runs at all).
     compression: Compression,
+    /// The conversation message by message, where the agent compacts it.
+    conversation: context::Conversation,
 }
 
 impl<'s> ScriptedAgent<'s> {
@@ -247,6 +251,7 @@ impl<'s> ScriptedAgent<'s> {
                 .as_ref()
                 .map(|w| *w.get_ref()),
             compression: Compression::default(),
+            conversation: context::Conversation::default(),
         }
     }
 
@@ -316,69 +321,14 @@ impl<'s> ScriptedAgent<'s> {
 
     /// A new turn: the first (or a result turn's) script from its start.
     pub fn start_turn(&mut self, on_result: bool) {
+        if on_result {
+            // The children's results come as a user message.
+            self.record(Message::user(0));
+        }
         self.on_result = on_result;
         self.step = 0;
         self.rep = 0;
         self.compressions = 0;
-    }
-
-    /// Hermes's check before a model call: compress the context if it nears the model's
-    /// window ([`Compression::gate`]), or give up when it no longer fits.
-    pub fn context_gate(&mut self) -> ContextGate {
-        let Some(window) = self.window else {
-            return ContextGate::Send;
-        };
-        if let Some(share) = self.observation.trim_context_at {
-            let floor = self.spec.context_tokens;
-            if let Some(after) = trimmed_context(self.context, window, share, floor) {
-                let before = self.context;
-                self.context = after;
-                // What the cache held after the dropped results is gone.
-                self.cold_cache = true;
-                return ContextGate::Trimmed { before, after };
-            }
-        }
-        if !self.compresses || self.observation.trim_context_at.is_some() {
-            return if self.context >= window {
-                ContextGate::Exhausted
-            } else {
-                ContextGate::Send
-            };
-        }
-        let rules = self.compression;
-        match rules.gate(
-            window,
-            self.context,
-            self.spec.context_tokens,
-            self.compressions,
-        ) {
-            Gate::Send => ContextGate::Send,
-            Gate::Exhausted => ContextGate::Exhausted,
-            Gate::Compress {
-                summarized,
-                summary,
-                after,
-            } => {
-                self.compressions += 1;
-                let (seed, name) = (self.seed, &self.name);
-                let rng = self
-                    .compression_rng
-                    .get_or_insert_with(|| stream(seed, &format!("agent:{name}/compression")));
-                let latency = Duration::from_secs_f64(self.model.latency_s.get_ref().sample(rng));
-                let call = CompressionCall {
-                    attempt: self.compressions,
-                    before: self.context,
-                    after,
-                    latency,
-                    input_tokens: summarized,
-                    output_tokens: summary,
-                };
-                self.context = after;
-                // The prompt's prefix changed: the next call reads nothing from the cache.
-                self.cold_cache = true;
-                ContextGate::Compressed(call)
-            }
-        }
     }
 
     /// When the user's next message comes (seconds), if the agent has one left.
@@ -393,6 +343,7 @@ impl<'s> ScriptedAgent<'s> {
     /// its script.
     pub fn open_user_turn(&mut self) {
         self.user_turn += 1;
+        self.record(Message::user(0));
     }
 
     fn steps(&self) -> &'s [Step] {
@@ -484,6 +435,7 @@ impl<'s> ScriptedAgent<'s> {
         if self.rng.random::<f64>() < *model.empty_reply_probability.get_ref() {
             // The model will try the same step again.
             self.reply_step = None;
+            self.responded(input, false);
             return ModelCall {
                 reply: Reply::Empty,
                 latency,
@@ -509,9 +461,11 @@ impl<'s> ScriptedAgent<'s> {
         if let Some(tool) = first_tool.filter(|_| u < unknown + malformed) {
             // The model will try the same step again.
             self.reply_step = None;
+            self.responded(input, false);
             let reply = if u < unknown {
                 // The reply joins the conversation, with the runtime's error results.
                 self.context += output;
+                self.record(Message::calls(output));
                 let calls = match reply {
                     Reply::Calls(c) => c.len() as u32,
                     _ => 1,
@@ -543,6 +497,13 @@ impl<'s> ScriptedAgent<'s> {
             cache_write = s.cache_write_tokens.unwrap_or(0);
         }
         self.context += output;
+        let calls = matches!(reply, Reply::Calls(_) | Reply::Delegate { .. });
+        self.record(if calls {
+            Message::calls(output)
+        } else {
+            Message::text(output)
+        });
+        self.responded(input, calls);
         // A mixed batch: the script's calls and, after them, one of a tool that does not
         // exist (only in a reply of ordinary tool calls).
         let unknown_in_batch =
@@ -620,6 +581,7 @@ impl<'s> ScriptedAgent<'s> {
         let input = self.context;
         let cache = (input as f64 * model.cache_read_share.get_ref()).round() as u64;
         self.context += out;
+        self.record(Message::text(out));
         SummaryCall {
             latency,
             input_tokens: input,
@@ -631,12 +593,14 @@ impl<'s> ScriptedAgent<'s> {
     /// A call the guardrails refused: its short synthetic result joins the context.
     pub fn refused_call(&mut self) {
         self.context += REFUSED_RESULT_TOKENS;
+        self.record(Message::tool(REFUSED_RESULT_TOKENS));
     }
 
     /// `n` children reported back (a synchronous delegation's result, or a background
     /// batch's new turn).
     pub fn children_reported(&mut self, n: usize) {
         self.context += CHILD_REPORT_TOKENS * n as u64;
+        self.record(Message::tool(CHILD_REPORT_TOKENS * n as u64));
     }
 
     /// Runs one scripted tool call started at `now_s` (virtual seconds): its duration,
@@ -653,12 +617,14 @@ impl<'s> ScriptedAgent<'s> {
             run.tokens = cut_tokens(run.tokens, max);
         }
         self.context += run.tokens;
+        self.record(Message::tool(run.tokens));
         run
     }
 
     /// The runtime's hint to change strategy joins the last result.
     pub fn strategy_hint(&mut self) {
         self.context += STRATEGY_HINT_TOKENS;
+        self.record_growth(STRATEGY_HINT_TOKENS);
     }
 
     /// The runtime kept the last reply it could not parse and told the model the format it

@@ -4,9 +4,29 @@
 use super::*;
 
 impl World<'_> {
-    /// Hermes's context check before a model call: the time a compression takes first, or
-    /// none when the context no longer fits and the turn has died of it.
-    pub(super) fn context_gate(&mut self, a: AgentId) -> Option<Duration> {
+    /// Hermes's context check before a model call: the time compressions take first, or
+    /// none when the context no longer fits and the turn has died of it. A compaction that
+    /// leaves the prompt past the window is followed by the provider's refusal, after which
+    /// Hermes compacts again or gives up: the check runs again.
+    ///
+    /// `Err` holds the time the compressions before the end took.
+    pub(super) fn context_gate(&mut self, a: AgentId) -> Result<Duration, Duration> {
+        let mut total = Duration::ZERO;
+        loop {
+            let made = self.agents[a].compressions.calls;
+            let Some(d) = self.context_gate_once(a) else {
+                return Err(total);
+            };
+            total = Duration(total.0 + d.0);
+            let s = &self.agents[a].script;
+            let overflows = s.window().is_some_and(|w| s.context() > w);
+            if self.agents[a].compressions.calls == made || !overflows {
+                return Ok(total);
+            }
+        }
+    }
+
+    fn context_gate_once(&mut self, a: AgentId) -> Option<Duration> {
         let ag = &mut self.agents[a];
         match ag.script.context_gate() {
             ContextGate::Send => Some(Duration::ZERO),
@@ -20,6 +40,7 @@ impl World<'_> {
                 Some(Duration::ZERO)
             }
             ContextGate::Exhausted => {
+                // The request went out and the provider refused it.
                 ag.gov.context_exhausted();
                 self.coverage.hit(Mark::ContextExhausted);
                 if self.trace.enabled() {

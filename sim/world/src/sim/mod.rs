@@ -59,6 +59,8 @@ enum Ev {
     BatchDone(AgentId, usize),
     /// The user's next message opens the agent's next user turn.
     UserTurn(AgentId),
+    /// The provider refused the agent's prompt past its window, and Hermes gave up.
+    ContextExhausted(AgentId),
 }
 
 struct Batch {
@@ -465,6 +467,7 @@ impl<'s> World<'s> {
             }
             match ev {
                 Ev::Wake(a) => self.wake(a),
+                Ev::ContextExhausted(a) => self.end_turn(a),
                 Ev::ModelDone(a) => self.model_done(a),
                 Ev::CallDone(a) => self.call_done(a),
                 Ev::Interrupt => self.interrupt(),
@@ -548,8 +551,13 @@ impl<'s> World<'s> {
                     Duration(0)
                 };
                 let delay = match self.context_gate(a) {
-                    Some(delay) => Duration(delay.0 + plan.0),
-                    None => return self.end_turn(a),
+                    Ok(delay) => Duration(delay.0 + plan.0),
+                    Err(Duration(0)) => return self.end_turn(a),
+                    Err(after) => {
+                        // The turn dies once the compressions before it are done.
+                        let at = self.sched.now() + after;
+                        return self.sched.at(at, Ev::ContextExhausted(a));
+                    }
                 };
                 // Provider errors come before the reply: retries wait, a give-up fails the turn.
                 let Some((call, delay)) = self.request(a, tools, delay) else {
