@@ -476,3 +476,97 @@ fn the_report_counts_each_agents_failed_attempts_and_its_waits() {
     );
     assert!(!output_text(&o).contains("provider errors"));
 }
+
+/// Tool hangs: a hung call runs until its tool's timeout and comes back as the timeout error
+/// (for `terminal`, with Hermes's exit code 124); the key is checked; a sweep sets it on every
+/// timed tool; and the run matches the real Hermes 0.19.0 loop, warnings included.
+#[test]
+fn a_hung_call_runs_until_its_timeout_and_the_real_loop_warns_as_the_simulation_does() {
+    let t = TempDir::new("tool-hangs");
+    let sc = "scenarios/live-tool-hangs.toml";
+    let evs = trace_events(sc, &[]);
+    let calls = of_kind(&evs, "tool_call");
+    let hung: Vec<&&Value> = calls
+        .iter()
+        .filter(|e| e["latency_us"] == 30_000_000)
+        .collect();
+    // Seed 44 draws three hangs (calls 2, 3 and 7), each a failure at exactly 30 s.
+    assert_eq!(hung.len(), 3, "{calls:?}");
+    assert!(hung.iter().all(|e| e["failed"] == true));
+    assert!(
+        calls
+            .iter()
+            .filter(|e| e["latency_us"] != 30_000_000)
+            .all(|e| e["failed"] == false && e["latency_us"].as_u64().unwrap() < 6_000_000)
+    );
+    // The second identical timeout error is a repeated failure.
+    let warn = of_kind(&evs, "decision");
+    assert_eq!(warn.len(), 1, "{warn:?}");
+    assert_eq!(warn[0]["code"], "repeated_exact_failure_warning");
+
+    // Without a timeout a hang would never end: refused, naming the file, line and key.
+    let text = std::fs::read_to_string(root().join(sc)).unwrap();
+    let p = t.join("s.toml");
+    std::fs::write(&p, text.replace("timeout_s = 30\n", "")).unwrap();
+    let o = loopsim_in(&root(), &["run", p.to_str().unwrap()]);
+    let out = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("s.toml:") && out.contains("tools.terminal.hang_probability"),
+        "{out}"
+    );
+    std::fs::write(
+        &p,
+        text.replace("hang_probability = 0.4", "hang_probability = 1.5"),
+    )
+    .unwrap();
+    let o = loopsim_in(&root(), &["run", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+
+    // A sweep sets it on every timed tool, and refuses a scenario with none.
+    let out = t.join("sweep");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            sc,
+            "--grid",
+            "faults.tool_hang=0,1",
+            "--seeds",
+            "0..2",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(
+        csv.lines()
+            .filter(|l| l.contains("faults.tool_hang=1"))
+            .count(),
+        2
+    );
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/two-call-cycle.toml",
+            "--grid",
+            "faults.tool_hang=0.1",
+            "--out",
+            t.join("sweep2").to_str().unwrap(),
+            "-q",
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("timeout_s"), "{text}");
+
+    if hermes_live_python_or_skip("live tool hangs").is_none() {
+        return;
+    }
+    for seed in ["44", "1", "2"] {
+        live_identical("hermes", std::path::Path::new(sc), seed);
+    }
+}

@@ -76,6 +76,8 @@ pub enum Mark {
     UnknownToolInBatch,
     /// A reply carried arguments that are not JSON.
     MalformedArgs,
+    /// A tool call hung and ran until its timeout.
+    ToolHang,
 }
 
 /// Every decision code but `allow`, which decides nothing worth counting.
@@ -88,7 +90,7 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 21] = [
+const SINGLES: [Mark; 22] = [
     Mark::StrategyHint,
     Mark::FormatError,
     Mark::ChildTimeout,
@@ -110,6 +112,7 @@ const SINGLES: [Mark; 21] = [
     Mark::UnknownTool,
     Mark::UnknownToolInBatch,
     Mark::MalformedArgs,
+    Mark::ToolHang,
 ];
 
 /// How many marks there are.
@@ -218,6 +221,7 @@ impl Mark {
             Mark::UnknownTool => "fault.unknown_tool".into(),
             Mark::UnknownToolInBatch => "fault.unknown_tool_in_batch".into(),
             Mark::MalformedArgs => "fault.malformed_args".into(),
+            Mark::ToolHang => "fault.tool_hang".into(),
         }
     }
 

@@ -6,14 +6,16 @@ use toml::Spanned;
 
 use super::{ModelFaults, REPLY_FAULTS, Scenario, ScenarioError};
 
-/// The fault rates a sweep can set, as the scenario's `faults` table names them.
-pub const FAULT_RATES: [&str; 6] = [
+/// The fault rates a sweep can set, as the scenario's `faults` table names them (and
+/// `tool_hang`, every timed tool's `hang_probability`).
+pub const FAULT_RATES: [&str; 7] = [
     "rate_limit",
     "server_error",
     "dropped_stream",
     "unknown_tool",
     "malformed_args",
     "unknown_tool_in_batch",
+    "tool_hang",
 ];
 
 fn rate_of<'a>(f: &'a mut ModelFaults, key: &str) -> Option<&'a mut Spanned<f64>> {
@@ -41,6 +43,9 @@ impl Scenario {
         };
         if !(0.0..=1.0).contains(&rate) {
             return Err(bad("*", key, format!("{rate} is not a probability")));
+        }
+        if key == "tool_hang" {
+            return self.with_tool_hangs(rate);
         }
         let mut s = self.clone();
         for (name, m) in &mut s.file.models {
@@ -88,6 +93,30 @@ impl Scenario {
                     ),
                 ));
             }
+        }
+        s.file.recorded = false;
+        Ok(s)
+    }
+}
+
+impl Scenario {
+    /// The scenario with every tool that has a timeout hanging with probability `rate`.
+    fn with_tool_hangs(&self, rate: f64) -> Result<Scenario, ScenarioError> {
+        let mut s = self.clone();
+        let mut timed = 0;
+        for t in s.file.tools.values_mut().filter(|t| t.timeout_s.is_some()) {
+            t.hang_probability = Spanned::new(0..0, rate);
+            timed += 1;
+        }
+        if timed == 0 {
+            return Err(ScenarioError {
+                file: self.path.clone(),
+                line: 0,
+                key: "tools.*.hang_probability".into(),
+                message: "no tool of the scenario has a timeout_s: a call that hangs needs one \
+                          to end"
+                    .into(),
+            });
         }
         s.file.recorded = false;
         Ok(s)

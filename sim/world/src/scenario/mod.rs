@@ -263,6 +263,10 @@ pub struct ToolSpec {
     pub fail_result: String,
     /// The call gives up after this long with a timeout error.
     pub timeout_s: Option<Spanned<f64>>,
+    /// The chance that a call never finishes by itself (a process that never exits, a server
+    /// that never answers): it runs until its timeout, which the tool must then have.
+    #[serde(default = "zero")]
+    pub hang_probability: Spanned<f64>,
     /// Each call first asks the auxiliary approval model.
     #[serde(default)]
     pub approval: bool,

@@ -166,6 +166,16 @@ impl Scenario {
                     "must be a positive number of seconds",
                 );
             }
+            prob(
+                &t.hang_probability,
+                &format!("tools.{name}.hang_probability"),
+            )?;
+            if *t.hang_probability.get_ref() > 0.0 && t.timeout_s.is_none() {
+                return l.err(
+                    &format!("tools.{name}.hang_probability"),
+                    "a call that hangs runs until its timeout: give the tool a timeout_s",
+                );
+            }
             if t.approval && f.approval_model.is_none() {
                 return l.err(
                     &format!("tools.{name}.approval"),

@@ -23,6 +23,8 @@ pub struct ToolRun {
     /// It failed, or it timed out.
     pub failed: bool,
     pub timed_out: bool,
+    /// It hung and ran until its timeout (`hang_probability`).
+    pub hung: bool,
     /// Tokens the result adds to the context.
     pub tokens: u64,
     pub result: String,
@@ -83,6 +85,12 @@ impl Tools {
             .fail
             .unwrap_or_else(|| rng.random::<f64>() < *spec.fail_probability.get_ref());
         let tokens = spec.result_tokens.get_ref().sample(rng).round() as u64;
+        // Drawn only where hangs are on, so every other scenario keeps its draws.
+        let hang = *spec.hang_probability.get_ref();
+        let hung = hang > 0.0 && rng.random::<f64>() < hang;
+        if hung {
+            dur = Duration(u64::MAX / 4);
+        }
         let mut timed_out = false;
         // The tool's own timeout, or the runtime's, whichever comes first.
         let timeout = match (
@@ -123,6 +131,13 @@ impl Tools {
         self.counter += 1;
         let result = if let Some(r) = &c.result {
             r.clone()
+        } else if timed_out && tool == "terminal" {
+            // Hermes's terminal reports a timeout as `timeout` does, by exit code 124: what
+            // makes it a failure to its guardrails (`classify_tool_failure`).
+            format!(
+                "{{\"output\": \"\", \"exit_code\": 124, \"error\": \"timed out after {:.0} s\"}}",
+                dur.as_secs_f64()
+            )
         } else if timed_out {
             format!(
                 "{{\"error\": \"timed out after {:.0} s\"}}",
@@ -137,6 +152,7 @@ impl Tools {
             dur,
             failed: failed || timed_out,
             timed_out,
+            hung,
             tokens,
             result,
             approval,

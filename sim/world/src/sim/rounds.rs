@@ -210,6 +210,9 @@ impl<'s> World<'s> {
         }
         let now_s = self.sched.now().0 as f64 / 1e6;
         let run = self.agents[a].script.run_tool(c, now_s);
+        if run.hung {
+            self.coverage.hit(Mark::ToolHang);
+        }
         if let Some(ap) = run.approval {
             let u = Usage {
                 approval_calls: 1,
