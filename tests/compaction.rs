@@ -215,28 +215,7 @@ fn live_hermes_0_19_0_cuts_conversations_where_the_engine_does() {
         writeln!(input, "{line}").unwrap();
         cases.push((msgs, made, budget));
     }
-    let mut child = Command::new(&py)
-        .arg("tests/conformance/compaction_driver.py")
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    let _ = writer.join();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answers: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let answers = driver(&py, input);
     assert_eq!(answers.len(), cases.len());
     let (mut nothing, mut pruned) = (0, 0);
     for (i, ((msgs, made, budget), want)) in cases.iter().zip(&answers).enumerate() {
