@@ -112,6 +112,14 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/incident-96247-tool-search-context.toml"),
     ),
     (
+        "live-compression",
+        include_str!("../../scenarios/live-compression.toml"),
+    ),
+    (
+        "live-compression-exhausted",
+        include_str!("../../scenarios/live-compression-exhausted.toml"),
+    ),
+    (
         "live-delegation",
         include_str!("../../scenarios/live-delegation.toml"),
     ),
@@ -166,6 +174,10 @@ pub const SUITE: &[(&str, &str)] = &[
     (
         "live-repeated-batch",
         include_str!("../../scenarios/live-repeated-batch.toml"),
+    ),
+    (
+        "live-tool-hangs",
+        include_str!("../../scenarios/live-tool-hangs.toml"),
     ),
     (
         "live-tool-timeouts",

@@ -102,6 +102,24 @@ pub fn seeded_sites(sc: &Scenario, seed: u64) -> Vec<(String, ModelFaults)> {
     sites
 }
 
+/// The tool hangs a seed switches on (`loopsim explore --faults`, `run --seeded-faults`): for
+/// each tool with a `timeout_s` and no `hang_probability` of its own, the seed's stream
+/// `faults/tool:NAME` turns the site on half the time, with a hang probability of 0.05, 0.2
+/// or 0.5. Streams of their own: the model sites a seed draws stay what they were.
+pub fn seeded_tool_hangs(sc: &Scenario, seed: u64) -> Vec<(String, f64)> {
+    let mut sites = Vec::new();
+    for (name, t) in &sc.file.tools {
+        if t.timeout_s.is_none() || *t.hang_probability.get_ref() > 0.0 {
+            continue;
+        }
+        let mut rng = stream(seed, &format!("faults/tool:{name}"));
+        if rng.random::<f64>() < 0.5 {
+            sites.push((name.clone(), [0.05, 0.2, 0.5][rng.random_range(0..3)]));
+        }
+    }
+    sites
+}
+
 /// One failed attempt of a model call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Failure {
@@ -224,6 +242,45 @@ mod tests {
             unknown_tool_in_batch: Spanned::new(0..0, 0.0),
             dropped_stream: Spanned::new(0..0, 0.0),
         }
+    }
+
+    #[test]
+    fn seeds_switch_hangs_on_for_timed_tools_without_a_rate() {
+        let timed = Scenario::parse(
+            include_str!("../../../scenarios/live-tool-timeouts.toml"),
+            "t.toml",
+        )
+        .unwrap();
+        let mut on = 0;
+        for seed in 0..64 {
+            let sites = seeded_tool_hangs(&timed, seed);
+            for (tool, rate) in &sites {
+                assert_eq!(tool, "terminal");
+                assert!([0.05, 0.2, 0.5].contains(rate), "{rate}");
+            }
+            on += sites.len();
+            assert_eq!(
+                sites,
+                seeded_tool_hangs(&timed, seed),
+                "a seed draws one way"
+            );
+        }
+        assert!((16..48).contains(&on), "{on} of 64 seeds");
+        // A tool with a rate of its own keeps it; one without a timeout cannot hang.
+        let own = Scenario::parse(
+            include_str!("../../../scenarios/live-tool-hangs.toml"),
+            "h.toml",
+        )
+        .unwrap();
+        let untimed = Scenario::parse(
+            include_str!("../../../scenarios/two-call-cycle.toml"),
+            "c.toml",
+        )
+        .unwrap();
+        assert!(
+            (0..64).all(|s| seeded_tool_hangs(&own, s).is_empty()
+                && seeded_tool_hangs(&untimed, s).is_empty())
+        );
     }
 
     #[test]

@@ -264,6 +264,13 @@ impl<'s> ScriptedAgent<'s> {
         self
     }
 
+    /// The agent whose timed tools hang with these probabilities (sites a seed switched on:
+    /// `loopsim explore --faults`).
+    pub fn with_tool_hangs(mut self, hangs: &[(String, f64)]) -> Self {
+        self.tools.set_hangs(hangs);
+        self
+    }
+
     /// The agent's model with the window a config sets (Hermes's `model.context_length`),
     /// over the scenario's `context_window`.
     pub fn with_context_length(mut self, window: Option<u64>) -> Self {
@@ -740,6 +747,35 @@ pub fn call_args(cache: &mut ArgsCache, c: &CallSpec, rep: u32) -> (Value, Signa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seeded_hang_runs_every_call_of_the_tool_to_its_timeout() {
+        let sc = crate::scenario::Scenario::parse(
+            include_str!("../../../../scenarios/live-tool-timeouts.toml"),
+            "t.toml",
+        )
+        .unwrap();
+        let spec = &sc.file.agents["parent"].script[0].calls[0];
+        let runs = |hangs: &[(String, f64)]| {
+            let mut a = ScriptedAgent::new(&sc.file, "parent", "parent", 37).with_tool_hangs(hangs);
+            (0..8)
+                .map(|i| a.run_tool(spec, f64::from(i)))
+                .collect::<Vec<_>>()
+        };
+        let hung = runs(&[("terminal".into(), 1.0)]);
+        assert!(
+            hung.iter()
+                .all(|r| r.hung && r.failed && r.dur.as_secs_f64() == 30.0)
+        );
+        assert!(
+            hung[0].result.contains("\"exit_code\": 124"),
+            "{}",
+            hung[0].result
+        );
+        let plain = runs(&[]);
+        assert!(plain.iter().all(|r| !r.hung));
+        assert!(plain.iter().any(|r| r.dur.as_secs_f64() < 30.0));
+    }
 
     #[test]
     fn tags_round_trip_and_children_are_named_per_parent() {

@@ -48,6 +48,8 @@ pub(super) struct Tools {
     approval: Option<ChaCha8Rng>,
     /// Calls run so far (what `{counter}` shows).
     counter: u64,
+    /// Hang probabilities over the tools' own (seeded sites).
+    hangs: Vec<(String, f64)>,
 }
 
 impl Tools {
@@ -57,7 +59,12 @@ impl Tools {
             streams: BTreeMap::new(),
             approval: None,
             counter: 0,
+            hangs: Vec::new(),
         }
+    }
+
+    pub(super) fn set_hangs(&mut self, hangs: &[(String, f64)]) {
+        self.hangs = hangs.to_vec();
     }
 
     pub(super) fn run(
@@ -86,7 +93,11 @@ impl Tools {
             .unwrap_or_else(|| rng.random::<f64>() < *spec.fail_probability.get_ref());
         let tokens = spec.result_tokens.get_ref().sample(rng).round() as u64;
         // Drawn only where hangs are on, so every other scenario keeps its draws.
-        let hang = *spec.hang_probability.get_ref();
+        let hang = self
+            .hangs
+            .iter()
+            .find(|(t, _)| t == tool)
+            .map_or(*spec.hang_probability.get_ref(), |h| h.1);
         let hung = hang > 0.0 && rng.random::<f64>() < hang;
         if hung {
             dur = Duration(u64::MAX / 4);

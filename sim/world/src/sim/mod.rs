@@ -160,6 +160,8 @@ struct World<'s> {
     seed: u64,
     /// Faults the seed drew for models without their own (`RunOptions::seeded_faults`).
     seeded_faults: Vec<(String, crate::scenario::ModelFaults)>,
+    /// Hang probabilities the seed drew for timed tools without their own.
+    seeded_hangs: Vec<(String, f64)>,
     cfg: EngineConfig,
     child_cfg: EngineConfig,
     sched: Scheduler<Ev>,
@@ -243,6 +245,11 @@ impl<'s> World<'s> {
         let mut w = World {
             seeded_faults: if opts.seeded_faults {
                 crate::faults::seeded_sites(sc, seed)
+            } else {
+                Vec::new()
+            },
+            seeded_hangs: if opts.seeded_faults {
+                crate::faults::seeded_tool_hangs(sc, seed)
             } else {
                 Vec::new()
             },
@@ -356,6 +363,9 @@ impl<'s> World<'s> {
                         .is_some_and(|r| r.unknown_tool_strikes.is_some())
                 {
                     s = s.with_reply_faults(f);
+                }
+                if !self.seeded_hangs.is_empty() {
+                    s = s.with_tool_hangs(&self.seeded_hangs);
                 }
                 match cfg.compression {
                     Some(c) => s.with_compression(c),
