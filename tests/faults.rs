@@ -570,3 +570,183 @@ fn a_hung_call_runs_until_its_timeout_and_the_real_loop_warns_as_the_simulation_
         live_identical("hermes", std::path::Path::new(sc), seed);
     }
 }
+
+/// Child crashes: a child's code raises at the top of an iteration; its parent's delegation
+/// reports it failed with the calls it had begun, the other children run on, the key is
+/// checked, a sweep sets it on every delegated agent, seeds draw it under `--seeded-faults`,
+/// and the run matches the real Hermes 0.19.0 loop, synchronous and background.
+#[test]
+fn a_crashed_child_is_reported_failed_and_the_real_loop_does_as_the_simulation_does() {
+    let t = TempDir::new("child-crash");
+    let sc = "scenarios/live-child-crash.toml";
+    let evs = trace_events(sc, &[]);
+    let crashes = of_kind(&evs, "child_crash");
+    // Seed 3: helper#1 raises at its first iteration, helper#2 after two searches.
+    let at: Vec<(&str, u64, u64)> = crashes
+        .iter()
+        .map(|e| {
+            (
+                e["agent"].as_str().unwrap(),
+                e["call"].as_u64().unwrap(),
+                e["budget_used"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        at,
+        [("lead#1/helper#1", 0, 0), ("lead#1/helper#2", 2, 2)],
+        "{crashes:?}"
+    );
+    assert!(crashes.iter().all(|e| e["detail"] == "error"));
+    for c in &crashes {
+        let agent = c["agent"].as_str().unwrap();
+        let after = evs
+            .iter()
+            .skip_while(|e| *e != *c)
+            .filter(|e| e["agent"] == agent);
+        // Nothing after the crash but the delegation's record of the child: no call, no turn end.
+        let kinds: Vec<&str> = after.map(|e| e["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["child_crash", "child_done"], "{agent}");
+        let searches = of_kind(&evs, "tool_call")
+            .into_iter()
+            .filter(|e| e["agent"] == agent)
+            .count() as u64;
+        assert_eq!(searches, c["call"].as_u64().unwrap(), "{agent}");
+    }
+    // The third helper finishes, and the lead merges and answers.
+    let ends = of_kind(&evs, "turn_end");
+    for agent in ["lead#1/helper#3", "lead#1", "parent"] {
+        assert!(
+            ends.iter()
+                .any(|e| e["agent"] == agent && e["detail"] == "text_response(finish_reason=stop)"),
+            "{agent}: {ends:?}"
+        );
+    }
+    let o = loopsim_in(
+        &root(),
+        &["run", sc, "--out", t.join("run").to_str().unwrap()],
+    );
+    let out = output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains(
+            "children cut short: crashed: lead#1/helper#1 after 0 model calls, \
+             lead#1/helper#2 after 2 model calls"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("expect crashed_children: pass (expected 2, got 2)"),
+        "{out}"
+    );
+
+    // Only a delegated agent can crash, and the rate is a probability.
+    let text = std::fs::read_to_string(root().join(sc)).unwrap();
+    let p = t.join("s.toml");
+    for (from, to, key) in [
+        (
+            "context_tokens = 5000\n",
+            "context_tokens = 5000\ncrash_probability = 0.1\n",
+            "agents.parent.crash_probability",
+        ),
+        (
+            "crash_probability = 0.25",
+            "crash_probability = 1.5",
+            "agents.helper.crash_probability",
+        ),
+        (
+            "{ delegate = \"helper\", tasks = 3 }",
+            "{ answer = \"alone\" }",
+            "agents.helper.crash_probability",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&p, text.replace(from, to)).unwrap();
+        let o = loopsim_in(&root(), &["run", p.to_str().unwrap()]);
+        let out = output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{out}");
+        assert!(out.contains("s.toml:") && out.contains(key), "{key}: {out}");
+    }
+
+    // A sweep sets it on every delegated agent (at 1 the lead itself crashes at once), and
+    // refuses a scenario that never delegates.
+    let out = t.join("sweep");
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            sc,
+            "--grid",
+            "faults.child_crash=0,1",
+            "--seeds",
+            "0..2",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(
+        csv.lines()
+            .filter(|l| l.contains("faults.child_crash=1"))
+            .count(),
+        2
+    );
+    let all = trace_events(sc, &["--seed", "5"]);
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/two-call-cycle.toml",
+            "--grid",
+            "faults.child_crash=0.1",
+            "--out",
+            t.join("sweep2").to_str().unwrap(),
+            "-q",
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("delegates"), "{text}");
+    assert!(!of_kind(&all, "child_crash").is_empty());
+
+    // Seeds switch crashes on for delegated agents without a rate: some seeds of
+    // live-delegation crash a worker, and none does without --seeded-faults.
+    let crashed_seeds = (0..12)
+        .filter(|s| {
+            let s = s.to_string();
+            let seeded = trace_events(
+                "scenarios/live-delegation.toml",
+                &["--seed", &s, "--seeded-faults"],
+            );
+            let plain = trace_events("scenarios/live-delegation.toml", &["--seed", &s]);
+            assert!(of_kind(&plain, "child_crash").is_empty());
+            !of_kind(&seeded, "child_crash").is_empty()
+        })
+        .count();
+    assert!((1..12).contains(&crashed_seeds), "{crashed_seeds}");
+
+    if hermes_live_python_or_skip("live child crashes").is_none() {
+        return;
+    }
+    for seed in ["3", "1", "2"] {
+        live_identical("hermes", std::path::Path::new(sc), seed);
+    }
+    // Background workers crashing under the parent's own delegation.
+    let bg = t.join("background.toml");
+    let text = std::fs::read_to_string(root().join("scenarios/live-delegation.toml")).unwrap();
+    std::fs::write(
+        &bg,
+        text.replace(
+            "context_tokens = 4000\n",
+            "context_tokens = 4000\ncrash_probability = 0.3\n",
+        ),
+    )
+    .unwrap();
+    for seed in ["34", "1"] {
+        let evs = trace_events(&bg, &["--seed", seed]);
+        assert!(!of_kind(&evs, "child_crash").is_empty(), "seed {seed}");
+        live_identical("hermes", &bg, seed);
+    }
+}

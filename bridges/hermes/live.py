@@ -10,7 +10,8 @@ SPEC (written by `loopsim live`): {
   "platform": "cli",
   "task": "the first user message",
   "max_background_turns": 3,           # result turns to wait for after the first
-  "background_wait_s": 60
+  "background_wait_s": 60,
+  "child_crashes": false               # children may crash: ask loopsim at each iteration
 }
 
 Whichever Hermes is importable runs: hermes-agent from PyPI, or a checkout on PYTHONPATH. Every
@@ -253,12 +254,33 @@ Controller.after_call = lambda self, *a, **kw: _record(self, _after(self, *a, **
 _run_conversation = run_agent.AIAgent.run_conversation
 
 
+class ScriptedChildCrash(Exception):
+    """The scenario's crash of a child: raised where Hermes's loop does not catch it."""
+
+
+def arm_crashes(agent, name):
+    # The top of each iteration of the loop (after its test, before its interrupt check)
+    # calls the checkpoint manager's new_turn outside any handler: an exception there leaves
+    # run_conversation, as a bug in the child's own code would. loopsim says when.
+    mgr = agent._checkpoint_mgr
+    inner = mgr.new_turn
+
+    def new_turn(*args, **kwargs):
+        if post("/loopsim/v1/iteration", {"agent": name}).get("crash"):
+            raise ScriptedChildCrash(f"loopsim: {name} crashed as its scenario scripts")
+        return inner(*args, **kwargs)
+
+    mgr.new_turn = new_turn
+
+
 def run_conversation(self, user_message, *args, **kwargs):
     name = getattr(self, "_loopsim_name", None)
     if name is None:
         name = agent_name_of(user_message if isinstance(user_message, str) else "")
         self._loopsim_name = name
         AGENTS[name] = self
+        if SPEC.get("child_crashes") and name != "parent":
+            arm_crashes(self, name)
     GUARD_OWNER[id(getattr(self, "_tool_guardrails", None))] = name
     result = _run_conversation(self, user_message, *args, **kwargs)
     GUARD_OWNER[id(getattr(self, "_tool_guardrails", None))] = name
@@ -301,6 +323,27 @@ def dispatch_delegate(self, function_args):
 
 
 run_agent.AIAgent._dispatch_delegate_task = dispatch_delegate
+
+import tools.delegate_tool as delegate_tool  # noqa: E402
+
+_run_single_child = delegate_tool._run_single_child
+
+
+def run_single_child(*args, **kwargs):
+    # Hermes's own record of a child whose run raised: its status, exit reason and the API
+    # calls it counted (a child that ended its turn reported it above).
+    entry = _run_single_child(*args, **kwargs)
+    child = kwargs.get("child", args[2] if len(args) > 2 else None)
+    if isinstance(entry, dict) and entry.get("status") == "error" and child is not None:
+        budget = getattr(child, "iteration_budget", None)
+        report("child_crash", getattr(child, "_loopsim_name", "unknown"),
+               detail=entry.get("exit_reason") or "unknown",
+               call=entry.get("api_calls"),
+               budget_used=getattr(budget, "used", None))
+    return entry
+
+
+delegate_tool._run_single_child = run_single_child
 
 
 # --- the parent, built as Hermes's CLI builds it ----------------------------------------

@@ -112,6 +112,10 @@ pub const SUITE: &[(&str, &str)] = &[
         include_str!("../../scenarios/incident-96247-tool-search-context.toml"),
     ),
     (
+        "live-child-crash",
+        include_str!("../../scenarios/live-child-crash.toml"),
+    ),
+    (
         "live-compression",
         include_str!("../../scenarios/live-compression.toml"),
     ),

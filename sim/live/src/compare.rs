@@ -25,6 +25,7 @@ pub const COMPARED_KINDS: &[&str] = &[
     "planning_call",
     "compression",
     "turn_end",
+    "child_crash",
 ];
 
 /// Fields compared on every compared event (a field neither side has is equal).
@@ -70,7 +71,7 @@ fn compared(e: &Value) -> Option<Value> {
             out.insert((*f).to_string(), v.clone());
         }
     }
-    if kind == "turn_end"
+    if matches!(kind, "turn_end" | "child_crash")
         && let Some(b) = e.get("budget_used")
     {
         out.insert("budget_used".into(), b.clone());

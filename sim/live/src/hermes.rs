@@ -126,5 +126,8 @@ pub fn spec(
         // Background children run at the dispatcher's virtual pace, so a large fan-out may still
         // be working when the turn ends: wait for each completion up to this many seconds.
         "background_wait_s": 300,
+        // The bridge asks loopsim at the top of each iteration of a child's loop whether it
+        // crashes there.
+        "child_crashes": sc.file.agents.values().any(|a| *a.crash_probability.get_ref() > 0.0),
     })
 }

@@ -156,6 +156,7 @@ fn router(state: AppState) -> Router {
         .route("/loopsim/v1/tool", post(tool))
         .route("/loopsim/v1/event", post(event))
         .route("/loopsim/v1/order", post(order))
+        .route("/loopsim/v1/iteration", post(iteration))
         .route("/loopsim/v1/events", get(events))
         .route("/loopsim/v1/health", get(|| async { "ok" }))
         .route("/api/tags", get(ollama_tags))
@@ -384,6 +385,29 @@ async fn event(State(state): State<AppState>, body: Bytes) -> Response {
     };
     match result {
         Ok(()) => axum::Json(json!({ "ok": true })).into_response(),
+        Err(e) => error(&state, StatusCode::BAD_REQUEST, e.to_string()),
+    }
+}
+
+/// The top of an iteration of a child's loop: `{"agent": NAME}` in, `{"crash": bool}` out.
+async fn iteration(State(state): State<AppState>, body: Bytes) -> Response {
+    let parsed: Result<Value, _> = serde_json::from_slice(&body);
+    let agent = parsed
+        .ok()
+        .and_then(|v| v.get("agent")?.as_str().map(str::to_string));
+    let Some(agent) = agent else {
+        return error(
+            &state,
+            StatusCode::BAD_REQUEST,
+            "iteration: needs `agent`, a string".into(),
+        );
+    };
+    let result = {
+        let mut w = state.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.iteration_top(&agent)
+    };
+    match result {
+        Ok(crash) => axum::Json(json!({ "crash": crash })).into_response(),
         Err(e) => error(&state, StatusCode::BAD_REQUEST, e.to_string()),
     }
 }

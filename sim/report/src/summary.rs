@@ -177,6 +177,9 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
             .map(|a| format!("{} {}", a.name, a.budget_used))
             .collect();
         let _ = writeln!(o, "budget used at the end: {}", budgets.join(", "));
+        if let Some(line) = children_cut_short(s) {
+            let _ = writeln!(o, "{line}");
+        }
     }
     if let Some(line) = provider_errors(s) {
         let _ = writeln!(o, "{line}");
@@ -197,4 +200,26 @@ pub fn render(s: &RunSummary, verdicts: &[Verdict], rerun: &str) -> String {
     let _ = writeln!(o);
     let _ = writeln!(o, "trace {} | rerun: {rerun}", s.trace_hash);
     o
+}
+
+/// The children that did not end their turn themselves: cut off by their timeout, or whose
+/// own code raised (each with the model calls it had begun).
+fn children_cut_short(s: &RunSummary) -> Option<String> {
+    use loopsim_world::sim::Status;
+    let mut parts = Vec::new();
+    for (status, what) in [
+        (Status::TimedOut, "timed out"),
+        (Status::Crashed, "crashed"),
+    ] {
+        let names: Vec<String> = s
+            .agents
+            .iter()
+            .filter(|a| a.status == status)
+            .map(|a| format!("{} after {} model calls", a.name, a.usage.model_calls))
+            .collect();
+        if !names.is_empty() {
+            parts.push(format!("{what}: {}", names.join(", ")));
+        }
+    }
+    (!parts.is_empty()).then(|| format!("children cut short: {}", parts.join("; ")))
 }

@@ -78,6 +78,8 @@ pub enum Mark {
     MalformedArgs,
     /// A tool call hung and ran until its timeout.
     ToolHang,
+    /// A child's own code raised, and its parent's delegation reported it failed.
+    ChildCrash,
 }
 
 /// Every decision code but `allow`, which decides nothing worth counting.
@@ -90,7 +92,7 @@ const ADMITTED: [Admitted; 3] = [
     Admitted::Synchronous,
     Admitted::Rejected,
 ];
-const SINGLES: [Mark; 22] = [
+const SINGLES: [Mark; 23] = [
     Mark::StrategyHint,
     Mark::FormatError,
     Mark::ChildTimeout,
@@ -113,6 +115,7 @@ const SINGLES: [Mark; 22] = [
     Mark::UnknownToolInBatch,
     Mark::MalformedArgs,
     Mark::ToolHang,
+    Mark::ChildCrash,
 ];
 
 /// How many marks there are.
@@ -222,6 +225,7 @@ impl Mark {
             Mark::UnknownToolInBatch => "fault.unknown_tool_in_batch".into(),
             Mark::MalformedArgs => "fault.malformed_args".into(),
             Mark::ToolHang => "fault.tool_hang".into(),
+            Mark::ChildCrash => "fault.child_crash".into(),
         }
     }
 

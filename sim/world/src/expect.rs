@@ -118,18 +118,22 @@ pub fn check(expect: &Expect, s: &RunSummary) -> Vec<Verdict> {
         let got = s.agents.len() as u64 - 1;
         push("spawned_children", n.to_string(), got.to_string(), got == n);
     }
-    if let Some(n) = expect.timed_out_children {
-        let got = s
-            .agents
-            .iter()
-            .filter(|a| a.status == crate::sim::Status::TimedOut)
-            .count() as u64;
-        push(
+    for (key, want, status) in [
+        (
             "timed_out_children",
-            n.to_string(),
-            got.to_string(),
-            got == n,
-        );
+            expect.timed_out_children,
+            crate::sim::Status::TimedOut,
+        ),
+        (
+            "crashed_children",
+            expect.crashed_children,
+            crate::sim::Status::Crashed,
+        ),
+    ] {
+        if let Some(n) = want {
+            let got = s.agents.iter().filter(|a| a.status == status).count() as u64;
+            push(key, n.to_string(), got.to_string(), got == n);
+        }
     }
     if let Some(max) = expect.max_cost_usd {
         let cost = s.total.cost_usd();

@@ -120,6 +120,48 @@ pub fn seeded_tool_hangs(sc: &Scenario, seed: u64) -> Vec<(String, f64)> {
     sites
 }
 
+/// The child crashes a seed switches on (`loopsim explore --faults`, `run --seeded-faults`):
+/// for each agent some step delegates to, without a `crash_probability` of its own, the
+/// seed's stream `faults/agent:NAME` turns crashes on half the time, with a probability of
+/// 0.02, 0.1 or 0.3 per iteration.
+pub fn seeded_child_crashes(sc: &Scenario, seed: u64) -> Vec<(String, f64)> {
+    let mut sites = Vec::new();
+    for (name, a) in &sc.file.agents {
+        if name == "parent" || *a.crash_probability.get_ref() > 0.0 || !sc.file.delegated_to(name) {
+            continue;
+        }
+        let mut rng = stream(seed, &format!("faults/agent:{name}"));
+        if rng.random::<f64>() < 0.5 {
+            sites.push((name.clone(), [0.02, 0.1, 0.3][rng.random_range(0..3)]));
+        }
+    }
+    sites
+}
+
+/// A child's crashes (`agents.NAME.crash_probability`), drawn in one place so the simulator
+/// and `loopsim serve` crash the same child at the same iteration: one draw for each
+/// iteration its loop admits, from a stream of its own (`agent:NAME/crash`).
+#[derive(Debug)]
+pub struct CrashStream {
+    probability: f64,
+    rng: ChaCha8Rng,
+}
+
+impl CrashStream {
+    /// `None` where the agent never crashes (no stream is made, so no other draw moves).
+    pub fn new(seed: u64, agent: &str, probability: f64) -> Option<CrashStream> {
+        (probability > 0.0).then(|| CrashStream {
+            probability,
+            rng: stream(seed, &format!("agent:{agent}/crash")),
+        })
+    }
+
+    /// Whether the agent's code raises at the top of the iteration starting now.
+    pub fn crashes(&mut self) -> bool {
+        self.rng.random::<f64>() < self.probability
+    }
+}
+
 /// One failed attempt of a model call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Failure {
@@ -242,6 +284,59 @@ mod tests {
             unknown_tool_in_batch: Spanned::new(0..0, 0.0),
             dropped_stream: Spanned::new(0..0, 0.0),
         }
+    }
+
+    #[test]
+    fn seeds_switch_crashes_on_for_delegated_agents_without_a_rate() {
+        let sc = Scenario::parse(
+            include_str!("../../../scenarios/live-delegation.toml"),
+            "d.toml",
+        )
+        .unwrap();
+        let mut on = 0;
+        for seed in 0..64 {
+            let sites = seeded_child_crashes(&sc, seed);
+            assert_eq!(sites, seeded_child_crashes(&sc, seed), "seed {seed}");
+            for (agent, rate) in &sites {
+                // Only the delegated worker; never the parent.
+                assert_eq!(agent, "worker");
+                assert!([0.02, 0.1, 0.3].contains(rate), "{rate}");
+            }
+            on += sites.len();
+        }
+        assert!((16..48).contains(&on), "{on} of 64 seeds");
+        // An agent with a rate of its own keeps it; a scenario without delegation has none.
+        let own = Scenario::parse(
+            &include_str!("../../../scenarios/live-delegation.toml").replace(
+                "context_tokens = 4000\n",
+                "context_tokens = 4000\ncrash_probability = 0.5\n",
+            ),
+            "d.toml",
+        )
+        .unwrap();
+        assert!((0..64).all(|s| seeded_child_crashes(&own, s).is_empty()));
+        let none = Scenario::parse(
+            include_str!("../../../scenarios/live-tool-timeouts.toml"),
+            "t.toml",
+        )
+        .unwrap();
+        assert!((0..64).all(|s| seeded_child_crashes(&none, s).is_empty()));
+    }
+
+    #[test]
+    fn a_crash_stream_is_made_only_for_a_rate_and_draws_the_same_per_seed_and_agent() {
+        assert!(CrashStream::new(1, "w#1", 0.0).is_none());
+        let draws = |seed, agent| {
+            let mut c = CrashStream::new(seed, agent, 0.3).unwrap();
+            (0..200).map(|_| c.crashes()).collect::<Vec<bool>>()
+        };
+        let a = draws(7, "lead#1/helper#1");
+        assert_eq!(a, draws(7, "lead#1/helper#1"));
+        assert_ne!(a, draws(7, "lead#1/helper#2"));
+        let share = a.iter().filter(|x| **x).count();
+        assert!((30..90).contains(&share), "{share} of 200 at 0.3");
+        let mut always = CrashStream::new(7, "w", 1.0).unwrap();
+        assert!((0..50).all(|_| always.crashes()));
     }
 
     #[test]

@@ -318,6 +318,16 @@ impl TurnGovernor {
                 .is_none_or(|g| self.steps + g.before_model < g.limit)
     }
 
+    /// Whether the loop's test admits another iteration: the turn has not ended, and it is
+    /// within its limits or has its grace call left. What a runtime does at the top of an
+    /// iteration (before its interrupt check) happens only then.
+    pub fn iteration_due(&self) -> bool {
+        self.exit == ExitReason::Unknown
+            && (self.within_limits()
+                || (self.rules.grace == GraceMode::ExtraToolsFreeCall
+                    && self.grace_state == GraceState::Unused))
+    }
+
     /// Starts the next iteration: the loop test, the interrupt check, then the counters.
     pub fn begin_iteration(&mut self, interrupt_requested: bool) -> Step {
         self.begin_iteration_unless(interrupt_requested, None)

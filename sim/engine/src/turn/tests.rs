@@ -53,6 +53,48 @@ mod governor {
     }
 
     #[test]
+    fn an_iteration_is_due_exactly_when_the_next_begin_would_call() {
+        // Under both grace modes: whenever the loop's test admits an iteration, the next
+        // begin makes a call, and once it does not, none does.
+        for grace in [GraceMode::SummaryCall, GraceMode::ExtraToolsFreeCall] {
+            let rules = TurnRules { grace, ..SUMMARY };
+            let mut g = TurnGovernor::new(rules, 3);
+            let mut calls = 0;
+            loop {
+                let due = g.iteration_due();
+                let step = g.begin_iteration(false);
+                assert_eq!(
+                    due,
+                    matches!(step, Step::Call { .. }),
+                    "{grace:?} call {calls}"
+                );
+                match step {
+                    Step::Call { tools: true } => {
+                        g.tool_round(["terminal"], false);
+                    }
+                    Step::Call { tools: false } => g.text_reply(FinishReason::Stop),
+                    Step::Exit => break,
+                }
+                calls += 1;
+            }
+            assert!(!g.iteration_due());
+            assert_eq!(
+                calls,
+                if grace == GraceMode::SummaryCall {
+                    3
+                } else {
+                    4
+                }
+            );
+        }
+        // A turn that ended on a text reply has no iteration due, budget or not.
+        let mut g = TurnGovernor::new(SUMMARY, 10);
+        assert_eq!(g.begin_iteration(false), Step::Call { tools: true });
+        g.text_reply(FinishReason::Stop);
+        assert!(!g.iteration_due());
+    }
+
+    #[test]
     fn execute_code_refund_lowers_used_but_not_the_call_cap() {
         let mut g = TurnGovernor::new(SUMMARY, 10);
         assert_eq!(run_tools(&mut g, "execute_code"), 10);

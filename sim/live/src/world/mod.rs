@@ -20,7 +20,7 @@ use loopsim_engine::retry::{ProviderRetry, RetryStep};
 use loopsim_engine::turn::compression::Compression;
 use loopsim_world::clock::Duration;
 use loopsim_world::faults::{
-    Failure, FaultStream, MALFORMED_ARGS, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR,
+    CrashStream, Failure, FaultStream, MALFORMED_ARGS, UNKNOWN_TOOL, UNKNOWN_TOOL_ERROR,
 };
 use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
@@ -30,6 +30,7 @@ use loopsim_world::trace::Event;
 
 use crate::openai::{ChatReply, ChatRequest, ToolCall};
 
+mod crash;
 mod runtime;
 #[cfg(test)]
 mod tests;
@@ -147,6 +148,8 @@ struct LiveAgent {
     /// The runtime compacted the conversation since the agent's last request: the user
     /// messages of its next one are counted afresh (a summary may be one of them).
     compacted: bool,
+    /// A child's crashes at the tops of its iterations (none where it never crashes).
+    crash: Option<CrashStream>,
 }
 
 /// Where an agent's background children stand at its virtual time.
@@ -297,6 +300,7 @@ impl LiveWorld {
             rough_next: 0,
             padded: HashMap::new(),
             compacted: false,
+            crash: CrashStream::new(self.seed, name, self.crash_probability(spec)),
         });
         self.by_name.insert(name.to_string(), id);
         id
@@ -319,18 +323,22 @@ impl LiveWorld {
 
     /// Which agent a request comes from (a child is seen here first).
     fn agent_of(&mut self, req: &ChatRequest) -> Result<usize, LiveError> {
-        let Some(tag) = req.first_user().and_then(find_agent_tag) else {
-            return Ok(0);
-        };
-        if let Some(&a) = self.by_name.get(tag) {
+        match req.first_user().and_then(find_agent_tag) {
+            Some(tag) => self.agent_named(tag),
+            None => Ok(0),
+        }
+    }
+
+    /// The agent of this name: one seen before, or a delegated child seen for the first time.
+    fn agent_named(&mut self, name: &str) -> Result<usize, LiveError> {
+        if let Some(&a) = self.by_name.get(name) {
             return Ok(a);
         }
         let (start, spec) = self
             .expected
-            .remove(tag)
-            .ok_or_else(|| LiveError::UnknownAgent(tag.to_string()))?;
-        let name = tag.to_string();
-        Ok(self.add_agent(&name, &spec, start))
+            .remove(name)
+            .ok_or_else(|| LiveError::UnknownAgent(name.to_string()))?;
+        Ok(self.add_agent(name, &spec, start))
     }
 
     /// Whether a request is the auxiliary approval model's.

@@ -31,14 +31,17 @@ impl LiveWorld {
     pub fn push_event(&mut self, mut e: Event) {
         if let Some(&a) = self.by_name.get(&e.agent) {
             e.t_us = self.agents[a].clock_us;
-            if e.kind == "turn_end" {
+            if matches!(e.kind, "turn_end" | "child_crash") {
                 if !self.agents[a].turn_open {
-                    // The runtime ended the turn before its first request (a preflight).
+                    // The runtime ended the turn before its first request (a preflight, a
+                    // child that crashed at once).
                     let start = self.event(a, "turn_start");
                     self.events.push(start);
                 }
                 self.agents[a].turn_open = false;
                 self.agents[a].finished = true;
+            }
+            if e.kind == "turn_end" {
                 e.call = Some(self.agents[a].calls);
             }
         }
@@ -47,7 +50,8 @@ impl LiveWorld {
 
     /// Records what the runtime reports it did: `{"agent", "kind", ...}` with kind `decision`
     /// (`tool`, `action`, `code`, `count`), `notice` (`tool`, `detail`, `count`), `turn_end`
-    /// (`detail`: the exit reason, `budget_used`, `call`: its API calls) or `spawn`.
+    /// (`detail`: the exit reason, `budget_used`, `call`: its API calls), `child_crash` (the
+    /// same, as the runtime's delegation reported a child that raised) or `spawn`.
     pub fn runtime_event(&mut self, v: &serde_json::Value) -> Result<(), LiveError> {
         use loopsim_engine::guardrails::{Action, DecisionCode};
         let s = |k: &str| v.get(k).and_then(serde_json::Value::as_str);
@@ -60,6 +64,9 @@ impl LiveWorld {
             "turn_end" => "turn_end",
             "spawn" => "spawn",
             "budget_refund" => "budget_refund",
+            // A child's exception as the runtime's delegation reported it: `call` is the
+            // API calls it counted for the child, `detail` its exit reason.
+            "child_crash" => "child_crash",
             "delegated" => return self.delegated(agent, v),
             other => return Err(bad(format!("unknown kind `{other}`"))),
         };

@@ -26,6 +26,8 @@ pub struct Expect {
     /// How many children were started, and how many hit the child timeout.
     pub spawned_children: Option<u64>,
     pub timed_out_children: Option<u64>,
+    /// How many children crashed (`agents.NAME.crash_probability`).
+    pub crashed_children: Option<u64>,
     /// The parent's first guardrail stop came at exactly this model call.
     pub stop_call: Option<u64>,
     /// The parent's first warning or notice came at exactly this model call.

@@ -7,8 +7,9 @@ use toml::Spanned;
 use super::{ModelFaults, REPLY_FAULTS, Scenario, ScenarioError};
 
 /// The fault rates a sweep can set, as the scenario's `faults` table names them (and
-/// `tool_hang`, every timed tool's `hang_probability`).
-pub const FAULT_RATES: [&str; 7] = [
+/// `tool_hang`, every timed tool's `hang_probability`; `child_crash`, every delegated
+/// agent's `crash_probability`).
+pub const FAULT_RATES: [&str; 8] = [
     "rate_limit",
     "server_error",
     "dropped_stream",
@@ -16,6 +17,7 @@ pub const FAULT_RATES: [&str; 7] = [
     "malformed_args",
     "unknown_tool_in_batch",
     "tool_hang",
+    "child_crash",
 ];
 
 fn rate_of<'a>(f: &'a mut ModelFaults, key: &str) -> Option<&'a mut Spanned<f64>> {
@@ -46,6 +48,9 @@ impl Scenario {
         }
         if key == "tool_hang" {
             return self.with_tool_hangs(rate);
+        }
+        if key == "child_crash" {
+            return self.with_child_crashes(rate);
         }
         let mut s = self.clone();
         for (name, m) in &mut s.file.models {
@@ -117,6 +122,36 @@ impl Scenario {
                           to end"
                     .into(),
             });
+        }
+        s.file.recorded = false;
+        Ok(s)
+    }
+}
+
+impl Scenario {
+    /// The scenario with every delegated agent crashing with probability `rate` at the top
+    /// of each iteration.
+    fn with_child_crashes(&self, rate: f64) -> Result<Scenario, ScenarioError> {
+        let mut s = self.clone();
+        let children: Vec<String> = s
+            .file
+            .agents
+            .keys()
+            .filter(|n| *n != "parent" && self.file.delegated_to(n))
+            .cloned()
+            .collect();
+        if children.is_empty() {
+            return Err(ScenarioError {
+                file: self.path.clone(),
+                line: 0,
+                key: "agents.*.crash_probability".into(),
+                message: "no step of the scenario delegates: only a child can crash".into(),
+            });
+        }
+        for n in children {
+            if let Some(a) = s.file.agents.get_mut(&n) {
+                a.crash_probability = Spanned::new(0..0, rate);
+            }
         }
         s.file.recorded = false;
         Ok(s)

@@ -429,6 +429,11 @@ pub struct AgentSpec {
     /// when the previous turn has ended, whichever is later.
     #[serde(default)]
     pub turns: Vec<UserTurn>,
+    /// The chance, at the top of each of its iterations, that the agent's own code raises
+    /// (a bug, a dependency that throws): only a delegated agent's is caught, by its
+    /// parent's delegate_task, which reports the child failed with the calls it made.
+    #[serde(default = "zero")]
+    pub crash_probability: Spanned<f64>,
 }
 
 /// A later user message and what the model does in the turn it opens.
@@ -486,6 +491,19 @@ pub struct ScenarioFile {
     /// Where an imported scenario came from; `note` is shown in reports.
     #[serde(default)]
     pub source: Option<SourceSpec>,
+}
+
+impl ScenarioFile {
+    /// Whether some step of some agent's scripts delegates to agent `name`.
+    pub fn delegated_to(&self, name: &str) -> bool {
+        self.agents.values().any(|a| {
+            a.script
+                .iter()
+                .chain(&a.on_result)
+                .chain(a.turns.iter().flat_map(|t| &t.script))
+                .any(|s| s.delegate.as_ref().is_some_and(|d| d.get_ref() == name))
+        })
+    }
 }
 
 /// Provenance of an imported scenario.

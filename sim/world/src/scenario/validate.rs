@@ -261,6 +261,23 @@ impl Scenario {
                     self.validate_step(l, step, &format!("agents.{name}.{which}[{i}]"), dist)?;
                 }
             }
+            let crash = format!("agents.{name}.crash_probability");
+            prob(&a.crash_probability, &crash)?;
+            if *a.crash_probability.get_ref() > 0.0 {
+                if name == "parent" {
+                    return l.err(
+                        &crash,
+                        "only a child's crash is caught (by its parent's delegate_task); the \
+                         parent's would end the runtime's process",
+                    );
+                }
+                if !f.delegated_to(name) {
+                    return l.err(
+                        &crash,
+                        format!("no step delegates to `{name}`: only a child can crash"),
+                    );
+                }
+            }
         }
         Ok(())
     }

@@ -132,6 +132,48 @@ impl World<'_> {
         self.child_finished(c);
     }
 
+    /// A child's chance of crashing per iteration: its own, else the seed's for its script.
+    pub(super) fn crash_rate(&self, spec_name: &str, depth: u32) -> f64 {
+        if depth == 0 {
+            return 0.0;
+        }
+        let own = *self.sc.file.agents[spec_name].crash_probability.get_ref();
+        if own > 0.0 {
+            return own;
+        }
+        self.seeded_crashes
+            .iter()
+            .find(|(n, _)| n == spec_name)
+            .map_or(0.0, |(_, p)| *p)
+    }
+
+    /// Whether child `c`'s own code raises at the top of this iteration: one draw of its
+    /// crash stream for each iteration the loop's test admits (the runtime's code there runs
+    /// before its interrupt check).
+    pub(super) fn crashes_now(&mut self, c: AgentId) -> bool {
+        let ag = &mut self.agents[c];
+        let due = ag.gov.iteration_due();
+        due && ag.crash.as_mut().is_some_and(|c| c.crashes())
+    }
+
+    /// Child `c` crashed: its thread ends with the exception, and the runtime's delegation
+    /// reports it failed (`error`) with the calls it had begun. No turn end: the loop never
+    /// got to one.
+    pub(super) fn child_crash(&mut self, c: AgentId) {
+        let ag = &mut self.agents[c];
+        ag.status = Status::Crashed;
+        ag.exit_reasons.push("error".into());
+        self.coverage.hit(Mark::ChildCrash);
+        if self.trace.enabled() {
+            let mut e = self.event(c, "child_crash");
+            e.call = Some(self.agents[c].gov.api_call_count());
+            e.budget_used = Some(self.agents[c].gov.budget().used());
+            e.detail = Some("error".into());
+            self.trace.line(&e);
+        }
+        self.child_finished(c);
+    }
+
     pub(super) fn child_finished(&mut self, c: AgentId) {
         if self.trace.enabled() {
             let mut e = self.event(c, "child_done");

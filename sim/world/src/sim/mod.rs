@@ -131,6 +131,8 @@ struct Agent<'s> {
     /// The reply of this call also called a tool that does not exist: the runtime's error
     /// result for it is traced when the agent next calls its model, where a live run sees it.
     batch_error: Option<u64>,
+    /// A child's crashes at the tops of its iterations (none where it never crashes).
+    crash: Option<crate::faults::CrashStream>,
 }
 
 /// A tool call in flight.
@@ -162,6 +164,8 @@ struct World<'s> {
     seeded_faults: Vec<(String, crate::scenario::ModelFaults)>,
     /// Hang probabilities the seed drew for timed tools without their own.
     seeded_hangs: Vec<(String, f64)>,
+    /// Crash probabilities the seed drew for delegated agents without their own.
+    seeded_crashes: Vec<(String, f64)>,
     cfg: EngineConfig,
     child_cfg: EngineConfig,
     sched: Scheduler<Ev>,
@@ -250,6 +254,11 @@ impl<'s> World<'s> {
             },
             seeded_hangs: if opts.seeded_faults {
                 crate::faults::seeded_tool_hangs(sc, seed)
+            } else {
+                Vec::new()
+            },
+            seeded_crashes: if opts.seeded_faults {
+                crate::faults::seeded_child_crashes(sc, seed)
             } else {
                 Vec::new()
             },
@@ -345,8 +354,11 @@ impl<'s> World<'s> {
             d.push(LogEvent::System);
             d
         });
+        let crash =
+            crate::faults::CrashStream::new(self.seed, &name, self.crash_rate(spec_name, depth));
         let id = self.agents.len();
         self.agents.push(Agent {
+            crash,
             script: {
                 let mut s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
                     .with_observation_rules(cfg.observation)
@@ -522,85 +534,6 @@ impl<'s> World<'s> {
         // An idle parent has nothing to stop; a running one stops at its next iteration.
         if self.agents[0].status == Status::Waiting {
             self.sched.at(self.sched.now(), Ev::CallDone(0));
-        }
-    }
-
-    fn wake(&mut self, a: AgentId) {
-        if self.agents[a].status != Status::Running {
-            return;
-        }
-        let stop_here = {
-            let ag = &self.agents[a];
-            !ag.interrupted && ag.script.user_stop_next()
-        };
-        if stop_here {
-            // The recorded user pressed stop: the running turn ends at this iteration.
-            self.agents[a].interrupted = true;
-            self.coverage.hit(Mark::UserStop);
-            if self.trace.enabled() {
-                let e = self.event(a, "interrupt");
-                self.trace.line(&e);
-            }
-        }
-        let interrupt = self.agents[a].interrupted;
-        // OpenHands looks at a pause (the user's stop) before its stuck check.
-        if !interrupt && self.stuck_before_step(a) {
-            return self.end_turn(a);
-        }
-        let ag = &mut self.agents[a];
-        let limit = ag.limits.before_model(&ag.cfg.limits);
-        match ag.gov.begin_iteration_unless(interrupt, limit) {
-            TurnStep::Exit => self.end_turn(a),
-            TurnStep::Call { tools } => {
-                self.trace_batch_error(a);
-                // smolagents plans (a tools-free call) before some steps: the step's request
-                // goes out once the plan is back.
-                let plan = if tools && self.agents[a].gov.planning_due() {
-                    self.planning_call(a)
-                } else {
-                    Duration(0)
-                };
-                let delay = match self.context_gate(a) {
-                    Ok(delay) => Duration(delay.0 + plan.0),
-                    Err(Duration(0)) => return self.end_turn(a),
-                    Err(after) => {
-                        // The turn dies once the compressions before it are done.
-                        let at = self.sched.now() + after;
-                        return self.sched.at(at, Ev::ContextExhausted(a));
-                    }
-                };
-                // Provider errors come before the reply: retries wait, a give-up fails the turn.
-                let Some((call, delay)) = self.request(a, tools, delay) else {
-                    return;
-                };
-                let ag = &mut self.agents[a];
-                if matches!(call.reply, Reply::ContextTooSmall) {
-                    // The preflight gate fails before any request is sent.
-                    ag.gov.runtime_context_too_small();
-                    self.coverage.hit(Mark::Refund(RefundSite::BeforeSend));
-                    self.note_budget(a);
-                    let ag = &mut self.agents[a];
-                    let used = ag.gov.budget().used();
-                    if self.trace.enabled() {
-                        let mut e = self.event(a, "budget_refund");
-                        e.budget_used = Some(used);
-                        e.detail = Some("runtime context too small".into());
-                        self.trace.line(&e);
-                    }
-                    return self.end_turn(a);
-                }
-                if call.step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
-                    self.loop_began = Some(self.sched.now().0);
-                }
-                self.agents[a].plan = Some(call.reply);
-                self.bill_model_call(a, &call, delay);
-                if call.unknown_in_batch {
-                    self.coverage.hit(Mark::UnknownToolInBatch);
-                    self.agents[a].batch_error = Some(self.agents[a].calls);
-                }
-                self.sched
-                    .at(self.sched.now() + delay + call.latency, Ev::ModelDone(a));
-            }
         }
     }
 }

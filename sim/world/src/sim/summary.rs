@@ -96,6 +96,8 @@ pub enum Status {
     Idle,
     Done,
     TimedOut,
+    /// A child whose own code raised: its parent's delegate_task reported it failed.
+    Crashed,
     Interrupted,
 }
 

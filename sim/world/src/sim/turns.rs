@@ -121,7 +121,7 @@ impl World<'_> {
     pub(super) fn finished(&self, a: AgentId) -> bool {
         matches!(
             self.agents[a].status,
-            Status::Done | Status::TimedOut | Status::Interrupted
+            Status::Done | Status::TimedOut | Status::Crashed | Status::Interrupted
         )
     }
 
@@ -151,6 +151,90 @@ impl World<'_> {
             self.trace.line(&e);
         }
         lat
+    }
+
+    /// The top of an iteration: the runtime's checks before it, then the loop's test and
+    /// the model call it admits.
+    pub(super) fn wake(&mut self, a: AgentId) {
+        if self.agents[a].status != Status::Running {
+            return;
+        }
+        let stop_here = {
+            let ag = &self.agents[a];
+            !ag.interrupted && ag.script.user_stop_next()
+        };
+        if stop_here {
+            // The recorded user pressed stop: the running turn ends at this iteration.
+            self.agents[a].interrupted = true;
+            self.coverage.hit(Mark::UserStop);
+            if self.trace.enabled() {
+                let e = self.event(a, "interrupt");
+                self.trace.line(&e);
+            }
+        }
+        let interrupt = self.agents[a].interrupted;
+        // OpenHands looks at a pause (the user's stop) before its stuck check.
+        if !interrupt && self.stuck_before_step(a) {
+            return self.end_turn(a);
+        }
+        if self.crashes_now(a) {
+            return self.child_crash(a);
+        }
+        let ag = &mut self.agents[a];
+        let limit = ag.limits.before_model(&ag.cfg.limits);
+        match ag.gov.begin_iteration_unless(interrupt, limit) {
+            TurnStep::Exit => self.end_turn(a),
+            TurnStep::Call { tools } => {
+                self.trace_batch_error(a);
+                // smolagents plans (a tools-free call) before some steps: the step's request
+                // goes out once the plan is back.
+                let plan = if tools && self.agents[a].gov.planning_due() {
+                    self.planning_call(a)
+                } else {
+                    Duration(0)
+                };
+                let delay = match self.context_gate(a) {
+                    Ok(delay) => Duration(delay.0 + plan.0),
+                    Err(Duration(0)) => return self.end_turn(a),
+                    Err(after) => {
+                        // The turn dies once the compressions before it are done.
+                        let at = self.sched.now() + after;
+                        return self.sched.at(at, Ev::ContextExhausted(a));
+                    }
+                };
+                // Provider errors come before the reply: retries wait, a give-up fails the turn.
+                let Some((call, delay)) = self.request(a, tools, delay) else {
+                    return;
+                };
+                let ag = &mut self.agents[a];
+                if matches!(call.reply, Reply::ContextTooSmall) {
+                    // The preflight gate fails before any request is sent.
+                    ag.gov.runtime_context_too_small();
+                    self.coverage.hit(Mark::Refund(RefundSite::BeforeSend));
+                    self.note_budget(a);
+                    let ag = &mut self.agents[a];
+                    let used = ag.gov.budget().used();
+                    if self.trace.enabled() {
+                        let mut e = self.event(a, "budget_refund");
+                        e.budget_used = Some(used);
+                        e.detail = Some("runtime context too small".into());
+                        self.trace.line(&e);
+                    }
+                    return self.end_turn(a);
+                }
+                if call.step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
+                    self.loop_began = Some(self.sched.now().0);
+                }
+                self.agents[a].plan = Some(call.reply);
+                self.bill_model_call(a, &call, delay);
+                if call.unknown_in_batch {
+                    self.coverage.hit(Mark::UnknownToolInBatch);
+                    self.agents[a].batch_error = Some(self.agents[a].calls);
+                }
+                self.sched
+                    .at(self.sched.now() + delay + call.latency, Ev::ModelDone(a));
+            }
+        }
     }
 
     pub(super) fn end_turn(&mut self, a: AgentId) {
