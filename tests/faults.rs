@@ -524,44 +524,7 @@ fn a_hung_call_runs_until_its_timeout_and_the_real_loop_warns_as_the_simulation_
     assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
 
     // A sweep sets it on every timed tool, and refuses a scenario with none.
-    let out = t.join("sweep");
-    let o = loopsim_in(
-        &root(),
-        &[
-            "sweep",
-            sc,
-            "--grid",
-            "faults.tool_hang=0,1",
-            "--seeds",
-            "0..2",
-            "--out",
-            out.to_str().unwrap(),
-            "-q",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
-    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
-    assert_eq!(
-        csv.lines()
-            .filter(|l| l.contains("faults.tool_hang=1"))
-            .count(),
-        2
-    );
-    let o = loopsim_in(
-        &root(),
-        &[
-            "sweep",
-            "scenarios/two-call-cycle.toml",
-            "--grid",
-            "faults.tool_hang=0.1",
-            "--out",
-            t.join("sweep2").to_str().unwrap(),
-            "-q",
-        ],
-    );
-    let text = output_text(&o);
-    assert_eq!(o.status.code(), Some(2), "{text}");
-    assert!(text.contains("timeout_s"), "{text}");
+    sweep_sets_the_rate_and_refuses_a_scenario_without_the_site(&t, sc, "tool_hang", "timeout_s");
 
     if hermes_live_python_or_skip("live tool hangs").is_none() {
         return;
@@ -670,46 +633,8 @@ fn a_crashed_child_is_reported_failed_and_the_real_loop_does_as_the_simulation_d
 
     // A sweep sets it on every delegated agent (at 1 the lead itself crashes at once), and
     // refuses a scenario that never delegates.
-    let out = t.join("sweep");
-    let o = loopsim_in(
-        &root(),
-        &[
-            "sweep",
-            sc,
-            "--grid",
-            "faults.child_crash=0,1",
-            "--seeds",
-            "0..2",
-            "--out",
-            out.to_str().unwrap(),
-            "-q",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
-    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
-    assert_eq!(
-        csv.lines()
-            .filter(|l| l.contains("faults.child_crash=1"))
-            .count(),
-        2
-    );
-    let all = trace_events(sc, &["--seed", "5"]);
-    let o = loopsim_in(
-        &root(),
-        &[
-            "sweep",
-            "scenarios/two-call-cycle.toml",
-            "--grid",
-            "faults.child_crash=0.1",
-            "--out",
-            t.join("sweep2").to_str().unwrap(),
-            "-q",
-        ],
-    );
-    let text = output_text(&o);
-    assert_eq!(o.status.code(), Some(2), "{text}");
-    assert!(text.contains("delegates"), "{text}");
-    assert!(!of_kind(&all, "child_crash").is_empty());
+    sweep_sets_the_rate_and_refuses_a_scenario_without_the_site(&t, sc, "child_crash", "delegates");
+    assert!(!of_kind(&trace_events(sc, &["--seed", "5"]), "child_crash").is_empty());
 
     // Seeds switch crashes on for delegated agents without a rate: some seeds of
     // live-delegation crash a worker, and none does without --seeded-faults.
@@ -749,4 +674,52 @@ fn a_crashed_child_is_reported_failed_and_the_real_loop_does_as_the_simulation_d
         assert!(!of_kind(&evs, "child_crash").is_empty(), "seed {seed}");
         live_identical("hermes", &bg, seed);
     }
+}
+
+/// `--grid faults.KEY=0,1` over two seeds runs both values, and a scenario without the fault's
+/// site (`two-call-cycle`) is refused with exit 2, the message mentioning `hint`.
+fn sweep_sets_the_rate_and_refuses_a_scenario_without_the_site(
+    t: &TempDir,
+    sc: &str,
+    key: &str,
+    hint: &str,
+) {
+    let out = t.join(format!("sweep-{key}"));
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            sc,
+            "--grid",
+            &format!("faults.{key}=0,1"),
+            "--seeds",
+            "0..2",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let at_one = format!("faults.{key}=1");
+    assert_eq!(
+        csv.lines().filter(|l| l.contains(&at_one)).count(),
+        2,
+        "{csv}"
+    );
+    let o = loopsim_in(
+        &root(),
+        &[
+            "sweep",
+            "scenarios/two-call-cycle.toml",
+            "--grid",
+            &format!("faults.{key}=0.1"),
+            "--out",
+            t.join(format!("sweep-{key}-refused")).to_str().unwrap(),
+            "-q",
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains(hint), "{text}");
 }

@@ -734,38 +734,6 @@ fn bad_runtime_and_listen_values_are_errors() {
             ],
             "expected 127.0.0.1:PORT",
         ),
-        // A context that fills its window needs Hermes's compression, which live mode turns
-        // off: refused up front, before any Python is looked for.
-        (
-            vec![
-                "diff",
-                "scenarios/incident-96247-tool-search-context.toml",
-                "--live",
-                "hermes=/nonexistent/python",
-            ],
-            "models.fast.context_window: live mode turns Hermes's context compression off",
-        ),
-        (
-            vec![
-                "serve",
-                "scenarios/incident-96247-tool-search-context.toml",
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            "cannot run live yet",
-        ),
-        // serve reads --config as live does: a window it would not honour is refused.
-        (
-            vec![
-                "serve",
-                "scenarios/two-call-cycle.toml",
-                "--config",
-                "configs/window-200k.yaml",
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            "model.context_length 200000: live mode turns Hermes's context compression off",
-        ),
         (
             vec![
                 "serve",

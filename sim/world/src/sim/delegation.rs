@@ -152,8 +152,10 @@ impl World<'_> {
     /// before its interrupt check).
     pub(super) fn crashes_now(&mut self, c: AgentId) -> bool {
         let ag = &mut self.agents[c];
-        let due = ag.gov.iteration_due();
-        due && ag.crash.as_mut().is_some_and(|c| c.crashes())
+        let Some(crash) = ag.crash.as_mut() else {
+            return false;
+        };
+        ag.gov.iteration_due() && crash.crashes()
     }
 
     /// Child `c` crashed: its thread ends with the exception, and the runtime's delegation
