@@ -746,7 +746,8 @@ fn bad_runtime_and_listen_values_are_errors() {
             "the platform is the runtime's own setting",
         ),
     ] {
-        let o = loopsim_in(&root(), &args);
+        // Each is refused at once: one that started a server instead would otherwise wait.
+        let o = common::loopsim_within(&root(), &args, std::time::Duration::from_secs(60));
         let text = output_text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
         assert!(text.contains(want), "{args:?}: {text}");
@@ -764,6 +765,28 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The tests' own limit works: a server, which waits for requests until it is told to end,
+/// is ended by its PID at the limit and the test fails, instead of hanging the suite.
+#[test]
+fn a_loopsim_run_past_the_tests_limit_is_ended_and_fails_the_test() {
+    let started = std::time::Instant::now();
+    let ended = std::panic::catch_unwind(|| {
+        common::loopsim_within(
+            &root(),
+            &["serve", "live-user-turns", "--listen", "127.0.0.1:0"],
+            std::time::Duration::from_secs(2),
+        )
+    });
+    let message = ended.expect_err("a server ended by itself within 2 s");
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("did not end within 2 s"), "{text}");
+    // SIGTERM ends it (loopsim's own handler), well before the SIGKILL 10 s later.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
 fn serve(scenario: &str, listen: &str) -> Served {

@@ -8,13 +8,70 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs the loopsim binary in `dir`.
+/// Runs the loopsim binary in `dir`. A run that has not ended after 20 minutes (every live
+/// run has a wall-clock limit of its own, 600 s by default) is killed and fails the test.
 pub fn loopsim_in(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_loopsim"))
+    loopsim_within(dir, args, std::time::Duration::from_secs(1200))
+}
+
+/// Runs the loopsim binary in `dir`, killing it by its PID and failing the test if it has not
+/// ended within `limit` (a command that should be refused at once must not hang the suite if
+/// it starts instead).
+pub fn loopsim_within(
+    dir: &Path,
+    args: &[&str],
+    limit: std::time::Duration,
+) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
         .args(args)
         .current_dir(dir)
-        .output()
-        .unwrap()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both pipes drain while the process runs, so a chatty one cannot block on a full pipe.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
+    // A watchdog ends the process by its PID at the limit: SIGTERM first, so loopsim ends the
+    // bridges and servers it started, then SIGKILL if it is still there 10 s later.
+    let pid = child.id().to_string();
+    let (done, ended) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let late = ended.recv_timeout(limit).is_err();
+        if late {
+            let _ = Command::new("kill").args(["-TERM", &pid]).status();
+            if ended
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_err()
+            {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            }
+        }
+        late
+    });
+    let status = child.wait().unwrap();
+    let _ = done.send(());
+    if watchdog.join().unwrap() {
+        panic!(
+            "loopsim {args:?} did not end within {} s: ended by the test",
+            limit.as_secs()
+        );
+    }
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }
 
 /// A command's stdout then stderr, as text.
