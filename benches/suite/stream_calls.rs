@@ -197,17 +197,13 @@ struct Loaded1 {
 pub struct Loaded(Vec<Loaded1>);
 
 pub fn load_all(ctx: &Ctx, seq: &crate::seq::Sequence) -> Loaded {
-    let mut paths: Vec<(&str, std::path::PathBuf)> = match crate::streams::streams(ctx, seq) {
+    let paths: Vec<(&str, std::path::PathBuf)> = match crate::streams::streams(ctx, seq) {
         Ok(s) => s.into_iter().map(|s| (s.name, s.path)).collect(),
         Err(e) => {
             println!("engine streams: skipped: {e}");
             Vec::new()
         }
     };
-    match crate::session_stream::ensure_session_stream(ctx, crate::process::LINES) {
-        Ok(p) => paths.push(("imported-sessions", p)),
-        Err(e) => println!("engine streams: imported sessions skipped: {e}"),
-    }
     let mut out = Vec::new();
     for (name, path) in paths {
         let Some((name, names)) = NAMES.iter().find(|(n, _)| *n == name) else {

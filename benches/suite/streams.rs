@@ -7,7 +7,9 @@
 //!   unicode, floats, big integers, non-object arguments, failure-looking results);
 //! - `engine-sequence`: the engine benches' calls (`seq.rs`: 77 B of arguments, 1,225 B of
 //!   result on average), repeated;
-//! - `short-results`: the same calls with results of under 40 bytes.
+//! - `short-results`: the same calls with results of under 40 bytes;
+//! - `imported-sessions`: real Hermes sessions written through Hermes's own session store and
+//!   read back by the importer (`session_stream.rs`).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,11 @@ pub fn streams(ctx: &Ctx, seq: &Sequence) -> Result<Vec<Stream>, String> {
             name: "short-results",
             what: "the same calls with results under 40 B",
             path: short,
+        },
+        Stream {
+            name: "imported-sessions",
+            what: "real Hermes sessions read back by the importer",
+            path: crate::session_stream::ensure_session_stream(ctx, LINES)?,
         },
     ])
 }

@@ -111,10 +111,47 @@ impl std::hash::Hash for Signature {
 
 impl Signature {
     pub fn new(tool: &str, args: &Value) -> Signature {
+        thread_local! {
+            static NAMES: std::cell::RefCell<ToolNames> = std::cell::RefCell::default();
+        }
         Signature {
-            tool: tool.into(),
+            tool: NAMES.with(|n| n.borrow_mut().get_str(tool)),
             args_hash: args_hash(args),
         }
+    }
+}
+
+/// Tool names shared between signatures, so a call does not allocate its name again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ToolNames(rustc_hash::FxHashMap<Box<[u8]>, Arc<str>>);
+
+impl ToolNames {
+    /// Bounded: a stream of ever-new names starts the table over.
+    const CAPACITY: usize = 4096;
+
+    /// The shared name, or `None` when the bytes are not UTF-8 (an escaped lone surrogate).
+    pub(crate) fn get(&mut self, tool: &[u8]) -> Option<Arc<str>> {
+        if let Some(name) = self.0.get(tool) {
+            return Some(name.clone());
+        }
+        Some(self.insert(std::str::from_utf8(tool).ok()?))
+    }
+
+    /// The shared name of a name already known to be text.
+    pub(crate) fn get_str(&mut self, tool: &str) -> Arc<str> {
+        match self.0.get(tool.as_bytes()) {
+            Some(name) => name.clone(),
+            None => self.insert(tool),
+        }
+    }
+
+    fn insert(&mut self, tool: &str) -> Arc<str> {
+        let name: Arc<str> = tool.into();
+        if self.0.len() >= Self::CAPACITY {
+            self.0.clear();
+        }
+        self.0.insert(tool.as_bytes().into(), name.clone());
+        name
     }
 }
 
@@ -175,11 +212,17 @@ impl ResultHasher {
 /// over and reuses its buffer, so distinct results cost a copy and no allocation. It starts
 /// small (a short run pays for a few slots) and doubles while misses keep evicting, up to
 /// [`ResultHashCache::MAX_SLOTS`]; texts longer than [`ResultHashCache::MAX_TEXT`] are not
-/// kept. Memory stays bounded.
+/// kept. Memory stays bounded. While results keep coming back new (a healthy agent's), the
+/// cache only pays for itself on repeats it never sees: after [`ResultHashCache::COLD_AFTER`]
+/// misses in a row it looks up one result in [`ResultHashCache::PROBE_EVERY`] and hashes the
+/// others straight away, until a probe hits.
 #[derive(Clone, Debug, Default)]
 pub struct ResultHashCache {
     slots: Vec<Slot>,
     evictions: usize,
+    misses_in_a_row: u32,
+    /// Results to hash without a lookup before the next probe.
+    skip: u32,
     hasher: ResultHasher,
 }
 
@@ -196,11 +239,19 @@ impl ResultHashCache {
     pub const MAX_SLOTS: usize = 4096;
     /// Longer texts are hashed each time: a slot does not keep a large buffer.
     pub const MAX_TEXT: usize = 1 << 14;
+    /// Misses in a row after which lookups become probes.
+    pub const COLD_AFTER: u32 = 64;
+    /// One result in this many is looked up while the results are new.
+    pub const PROBE_EVERY: u32 = 16;
 
     /// The result hash of `result` for `tool`, computed once per distinct text in a slot.
     pub fn get(&mut self, result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
         let text = result.unwrap_or(b"");
         if text.len() > Self::MAX_TEXT {
+            return self.hasher.hash(result, tool, hashing);
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
             return self.hasher.hash(result, tool, hashing);
         }
         let strip = hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code";
@@ -217,7 +268,12 @@ impl ResultHashCache {
         let n = self.slots.len();
         let slot = &mut self.slots[(key >> 7) as usize % n];
         if slot.key == key && slot.text == text {
+            self.misses_in_a_row = 0;
             return slot.hash;
+        }
+        self.misses_in_a_row = self.misses_in_a_row.saturating_add(1);
+        if self.misses_in_a_row >= Self::COLD_AFTER {
+            self.skip = Self::PROBE_EVERY - 1;
         }
         let h = self.hasher.hash(result, tool, hashing);
         if slot.key != 0 {
@@ -366,6 +422,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn new_results_turn_lookups_into_probes_and_a_repeat_turns_them_back() {
+        let mut cache = ResultHashCache::default();
+        let plain = ResultHashing::Plain;
+        for n in 0..ResultHashCache::COLD_AFTER {
+            let t = format!("{{\"n\": {n}}}");
+            let got = cache.get(Some(t.as_bytes()), "t", plain);
+            assert_eq!(got, result_hash(Some(t.as_bytes()), "t", plain));
+        }
+        assert_eq!(cache.skip, ResultHashCache::PROBE_EVERY - 1);
+        // Skipped results are hashed all the same.
+        assert_eq!(cache.get(Some(b"[1, 2]"), "t", plain), Hash::of(b"[1,2]"));
+        assert_eq!(cache.skip, ResultHashCache::PROBE_EVERY - 2);
+        // A result that repeats is met by a probe, kept, and met again by the next one: then
+        // every call looks it up.
+        for _ in 0..3 * ResultHashCache::PROBE_EVERY {
+            assert_eq!(cache.get(Some(b"same"), "t", plain), Hash::of(b"same"));
+        }
+        assert_eq!((cache.misses_in_a_row, cache.skip), (0, 0));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct GuardSession {
     controller: Controller,
     line: usize,
     reader: RequestReader,
-    tools: ToolNames,
+    tools: crate::hash::ToolNames,
     hex: LastHex,
     /// Calls read without a tree (off only to test the two paths against each other).
     fast: bool,
@@ -58,35 +58,13 @@ impl LastHex {
     }
 }
 
-/// Tool names shared between signatures, so a call does not allocate its name again.
-#[derive(Debug, Clone, Default)]
-struct ToolNames(rustc_hash::FxHashMap<Box<[u8]>, Arc<str>>);
-
-impl ToolNames {
-    /// Bounded: a stream of ever-new names starts the table over.
-    const CAPACITY: usize = 4096;
-
-    /// The shared name, or `None` when the bytes are not UTF-8 (an escaped lone surrogate).
-    fn get(&mut self, tool: &[u8]) -> Option<Arc<str>> {
-        if let Some(name) = self.0.get(tool) {
-            return Some(name.clone());
-        }
-        let name: Arc<str> = std::str::from_utf8(tool).ok()?.into();
-        if self.0.len() >= Self::CAPACITY {
-            self.0.clear();
-        }
-        self.0.insert(tool.into(), name.clone());
-        Some(name)
-    }
-}
-
 impl GuardSession {
     pub fn new(config: &EngineConfig) -> Self {
         GuardSession {
             controller: Controller::new(config.guardrails, config.rules),
             line: 0,
             reader: RequestReader::default(),
-            tools: ToolNames::default(),
+            tools: crate::hash::ToolNames::default(),
             hex: LastHex::default(),
             fast: true,
         }

@@ -66,13 +66,17 @@ fn error_mentions(error: Option<&Value>, needle: &str) -> bool {
     }
 }
 
-/// `needle` (lowercase ASCII) in `hay.lower()`, without building the lowered copy. ASCII case
-/// is enough for these needles: the only non-ASCII letters Python lowers to ASCII are the
-/// Kelvin sign (to `k`) and `İ` (to `i` plus a combining dot, which breaks the word).
-fn contains_ignoring_ascii_case(hay: &[u8], needle: &[u8]) -> bool {
-    let first = needle[0];
-    hay.windows(needle.len())
-        .any(|w| w[0] == first && w.eq_ignore_ascii_case(needle))
+/// `'"error"' in hay.lower() or '"failed"' in hay.lower()`, without building the lowered copy:
+/// both start with a quote, which has no case, so only the bytes after each quote are
+/// compared. ASCII case is enough for these words: the only non-ASCII letters Python lowers to
+/// ASCII are the Kelvin sign (to `k`) and `İ` (to `i` plus a combining dot, which breaks the
+/// word).
+fn quotes_error_or_failed(hay: &[u8]) -> bool {
+    let after = |at: usize, word: &[u8]| {
+        hay.get(at + 1..at + 1 + word.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(word))
+    };
+    memchr::memchr_iter(b'"', hay).any(|at| after(at, b"error\"") || after(at, b"failed\""))
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -112,9 +116,7 @@ pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bo
         return true;
     }
     let head = json::char_prefix(result, 500);
-    contains_ignoring_ascii_case(head, b"\"error\"")
-        || contains_ignoring_ascii_case(head, b"\"failed\"")
-        || result.starts_with(b"Error")
+    quotes_error_or_failed(head) || result.starts_with(b"Error")
 }
 
 #[cfg(test)]
@@ -144,6 +146,19 @@ mod tests {
         assert!(!failed("web_search", &late));
         let early = format!("{}\"error\"", "é".repeat(493));
         assert!(failed("web_search", &early));
+        // ASCII text: the 500 characters are the first 500 bytes.
+        assert!(failed(
+            "web_search",
+            &format!("{}\"Failed\"", "a".repeat(492))
+        ));
+        assert!(!failed(
+            "web_search",
+            &format!("{}\"Failed\"", "a".repeat(493))
+        ));
+        assert!(!failed(
+            "web_search",
+            &format!("{}\"error", "a".repeat(900))
+        ));
         assert!(!classify_failure("web_search", None, true));
     }
 

@@ -7,6 +7,13 @@ pub fn char_len(s: &[u8]) -> usize {
 
 /// Byte offset just past the first `n` code points (Python's `s[:n]`).
 pub fn char_prefix(s: &[u8], n: usize) -> &[u8] {
+    // A text has at most as many characters as bytes, and ASCII bytes are characters.
+    if s.len() <= n {
+        return s;
+    }
+    if s[..n].is_ascii() {
+        return &s[..n];
+    }
     let mut seen = 0;
     for (i, &b) in s.iter().enumerate() {
         if (b & 0xC0) != 0x80 {
