@@ -178,25 +178,23 @@ pub fn result_hash(result: Option<&[u8]>, tool: &str, hashing: ResultHashing) ->
 pub struct ResultHasher {
     canon: Canonicalizer,
     buf: Vec<u8>,
+    stripped: Vec<u8>,
 }
 
 impl ResultHasher {
     /// Hermes's result hash of a tool result (`None` counts as the empty string).
     pub fn hash(&mut self, result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
         let text = result.unwrap_or(b"");
-        if hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code" {
-            // Rare enough to take the tree: two fields come out before printing.
-            return match json::parse(text) {
-                Err(_) | Ok(Value::Null) => Hash::of(text),
-                Ok(mut v) => {
-                    strip_execute_code_volatile(&mut v);
-                    canonical_hash(&v)
-                }
-            };
-        }
+        let strip = hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code";
         self.buf.clear();
         let h = match self.canon.canonical(text, &mut self.buf) {
             Err(_) | Ok(Kind::Null) => Hash::of(text),
+            Ok(Kind::Object) if strip => {
+                // The two fields come out of the printed text (sorted, one member per key).
+                self.stripped.clear();
+                strip_printed(&self.buf, &mut self.stripped);
+                Hash::of(&self.stripped)
+            }
             Ok(_) => Hash::of(&self.buf),
         };
         if self.buf.capacity() > 1 << 20 {
@@ -299,6 +297,91 @@ impl ResultHashCache {
     }
 }
 
+/// [`strip_execute_code_volatile`] on a canonical object's text: `printed` without its
+/// top-level `duration_seconds` member and, when its `kernel` is an object, without that
+/// object's `execution_count`, appended to `out`.
+fn strip_printed(printed: &[u8], out: &mut Vec<u8>) {
+    out.push(b'{');
+    let mut first = true;
+    for (key, value) in printed_members(printed) {
+        if key == b"duration_seconds" {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'"');
+        out.extend_from_slice(key);
+        out.extend_from_slice(b"\":");
+        if key == b"kernel" && value.first() == Some(&b'{') {
+            out.push(b'{');
+            let mut first = true;
+            for (key, value) in printed_members(value) {
+                if key == b"execution_count" {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                out.push(b'"');
+                out.extend_from_slice(key);
+                out.extend_from_slice(b"\":");
+                out.extend_from_slice(value);
+            }
+            out.push(b'}');
+        } else {
+            out.extend_from_slice(value);
+        }
+    }
+    out.push(b'}');
+}
+
+/// The members of a canonical object's text (no whitespace, strings closed): each key as
+/// printed (between its quotes) and its value's text.
+fn printed_members(object: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    // Past a string whose opening quote is at `at`: the index after its closing quote.
+    let string_end = move |mut at: usize| {
+        at += 1;
+        loop {
+            at += memchr::memchr2(b'"', b'\\', &object[at..]).expect("a closed string");
+            match object[at] {
+                b'\\' => at += 2,
+                _ => return at + 1,
+            }
+        }
+    };
+    let mut at = 1;
+    std::iter::from_fn(move || {
+        if object.get(at) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(at);
+        let key = &object[at + 1..key_end - 1];
+        let start = key_end + 1;
+        let mut end = start;
+        let mut depth = 0usize;
+        loop {
+            match object[end] {
+                b'"' => {
+                    end = string_end(end);
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth == 0 => break,
+                b'}' | b']' => depth -= 1,
+                b',' if depth == 0 => break,
+                _ => {}
+            }
+            end += 1;
+        }
+        // Past the delimiter: the next key's quote, or the end of the object.
+        at = end + 1;
+        Some((key, &object[start..end]))
+    })
+}
+
 /// Removes the two fields that change on every execute_code run even when nothing happened.
 pub fn strip_execute_code_volatile(v: &mut Value) {
     if let Value::Object(pairs) = v {
@@ -384,6 +467,48 @@ mod tests {
             ResultHashing::StripExecuteCodeVolatile,
         );
         assert_eq!(stripped, Hash::of(br#"{"kernel":{}}"#));
+    }
+
+    /// The printed-text stripping against the tree's, on execute_code results of every shape.
+    #[test]
+    fn stripping_the_printed_text_is_stripping_the_tree() {
+        let members = [
+            r#""duration_seconds": 0.5"#,
+            r#""duration\u005fseconds": 2"#,
+            r#""kernel": {"execution_count": 3, "mode": "persistent"}"#,
+            r#""kernel": {"mode": "x", "execution_count": {"a": [1, "}"]}}"#,
+            r#""kernel": {"execution_count": 1}"#,
+            r#""kernel": [1, {"execution_count": 2}]"#,
+            r#""kernel": "execution_count""#,
+            r#""kernel": {}"#,
+            r#""output": "a \"quoted\" {brace} [x], \\ done""#,
+            r#""status": "success""#,
+            r#""error": null"#,
+            r#""z": {"duration_seconds": 1}"#,
+            r#""\u00e9t\u00e9": [[], {}, "", 1e5]"#,
+        ];
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        for _ in 0..20_000 {
+            let picked: Vec<&str> = (0..next(6)).map(|_| members[next(members.len())]).collect();
+            let text = format!("{{ {} }}", picked.join(" , "));
+            let mut tree = json::parse(text.as_bytes()).unwrap();
+            strip_execute_code_volatile(&mut tree);
+            assert_eq!(
+                result_hash(
+                    Some(text.as_bytes()),
+                    "execute_code",
+                    ResultHashing::StripExecuteCodeVolatile
+                ),
+                canonical_hash(&tree),
+                "{text}"
+            );
+        }
     }
 
     #[test]

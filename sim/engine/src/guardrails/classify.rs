@@ -5,16 +5,41 @@ use crate::json::{self, Value};
 
 use super::tools::is_file_mutating;
 
+/// A word the pre-filters look for, with its searcher built once (building one per call
+/// costs more than searching a short result).
+struct Word(std::sync::LazyLock<memchr::memmem::Finder<'static>>);
+
+macro_rules! word {
+    ($name:ident, $text:literal) => {
+        static $name: Word = Word(std::sync::LazyLock::new(|| {
+            memchr::memmem::Finder::new($text)
+        }));
+    };
+}
+
+word!(TRUE, "true");
+word!(FALSE, "false");
+word!(EXIT_CODE, "exit_code");
+word!(SUCCESS, "success");
+word!(BYTES_WRITTEN, "bytes_written");
+word!(GUARDRAIL_REFUSAL, "guardrail_refusal");
+
+impl Word {
+    fn in_text(&self, text: &[u8]) -> bool {
+        self.0.find(text).is_some()
+    }
+}
+
 /// Whether `text` can decode to JSON holding the member `"key": literal` anywhere: the literal
 /// (`true`, `false`) has no escaped spelling, and the key is written as it is unless the text
 /// has an escape. A cheap, sound test before a parse: most results fail it.
-fn may_hold(text: &[u8], key: &str, literal: &[u8]) -> bool {
-    memchr::memmem::find(text, literal).is_some() && may_name(text, key)
+fn may_hold(text: &[u8], key: &Word, literal: &Word) -> bool {
+    literal.in_text(text) && may_name(text, key)
 }
 
 /// Whether `text` can decode to JSON naming `key` (written as it is, or behind an escape).
-fn may_name(text: &[u8], key: &str) -> bool {
-    memchr::memmem::find(text, key.as_bytes()).is_some() || memchr::memchr(b'\\', text).is_some()
+fn may_name(text: &[u8], key: &Word) -> bool {
+    key.in_text(text) || memchr::memchr(b'\\', text).is_some()
 }
 
 /// Parses after Python's `str.strip()`, as Hermes's result classifiers do.
@@ -30,7 +55,7 @@ pub fn file_mutation_landed(tool: &str, result: Option<&[u8]>) -> bool {
     let Some(text) = result else {
         return false;
     };
-    if !(may_name(text, "bytes_written") || may_name(text, "success")) {
+    if !(may_name(text, &BYTES_WRITTEN) || may_name(text, &SUCCESS)) {
         return false;
     }
     let Some(data) = result.and_then(parse_stripped) else {
@@ -47,7 +72,7 @@ pub fn file_mutation_landed(tool: &str, result: Option<&[u8]>) -> bool {
 
 /// A harness refusal (`"guardrail_refusal": true`) carries `"error"` but is not a failure.
 pub fn is_guardrail_refusal(result: &[u8]) -> bool {
-    may_hold(result, "guardrail_refusal", b"true")
+    may_hold(result, &GUARDRAIL_REFUSAL, &TRUE)
         && parse_stripped(result)
             .is_some_and(|d| d.get("guardrail_refusal") == Some(&Value::Bool(true)))
 }
@@ -83,6 +108,40 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// The terminal rule read member by member, building no tree: `Some(failed)` when the text is
+/// a strict JSON object (whose members the tree parser would read the same), `None` for
+/// anything else, which the tree parser decides (Python's looser grammar: `NaN`, bytes that
+/// are not UTF-8). The last `exit_code` written is the one that counts; Python's `code == 0`
+/// holds for `0`, `0.0`, `-0.0` and `false`, read from the canonical print.
+fn exit_code_failed(result: &[u8]) -> Option<bool> {
+    /// The canonicalizer, a key buffer, the value just printed, and the exit code's print.
+    type Scratch = (json::Canonicalizer, Vec<u8>, Vec<u8>, Vec<u8>);
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+    }
+    SCRATCH.with(|scratch| {
+        let (canon, key_buf, printed, code) = &mut *scratch.borrow_mut();
+        let mut members = json::Members::new(result)?;
+        let mut kind = None;
+        while let Some(key) = members.next_key(key_buf).ok()? {
+            let is_code = key == b"exit_code";
+            let k = members.value(canon, None, printed).ok()?;
+            if is_code {
+                kind = Some(k);
+                std::mem::swap(code, printed);
+            }
+        }
+        members.finish().ok()?;
+        Some(match kind {
+            None | Some(json::Kind::Null) => false,
+            Some(json::Kind::Bool) => code.as_slice() != b"false",
+            Some(json::Kind::Int) => code.as_slice() != b"0",
+            Some(json::Kind::Float) => !matches!(code.as_slice(), b"0.0" | b"-0.0"),
+            Some(_) => true,
+        })
+    })
+}
+
 /// Whether a result failed, by Hermes's fallback rules. `refusals` enables the newer rule that
 /// a harness refusal is not a failure.
 pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bool {
@@ -96,8 +155,11 @@ pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bo
         return false;
     }
     if tool == "terminal" {
-        if !may_name(result, "exit_code") {
+        if !may_name(result, &EXIT_CODE) {
             return false;
+        }
+        if let Some(failed) = exit_code_failed(result) {
+            return failed;
         }
         return match json::parse(result) {
             Ok(data @ Value::Object(_)) => match data.get("exit_code") {
@@ -108,7 +170,7 @@ pub fn classify_failure(tool: &str, result: Option<&[u8]>, refusals: bool) -> bo
         };
     }
     if tool == "memory"
-        && may_hold(result, "success", b"false")
+        && may_hold(result, &SUCCESS, &FALSE)
         && let Ok(data @ Value::Object(_)) = json::parse(result)
         && data.get("success") == Some(&Value::Bool(false))
         && error_mentions(data.get("error"), "exceed the limit")
@@ -259,6 +321,15 @@ mod tests {
             "{\"exceed the limit\": 1}",
             "\"a\\nb\"",
             "{\"exit_code\": 2}",
+            "-0",
+            "-0.0",
+            "0e0",
+            "0E-3",
+            "1e400",
+            "-1e-400",
+            "NaN",
+            "00",
+            "[0]",
         ];
         let tools = [
             "terminal",
