@@ -301,10 +301,16 @@ impl ResultHashCache {
 /// top-level `duration_seconds` member and, when its `kernel` is an object, without that
 /// object's `execution_count`, appended to `out`.
 fn strip_printed(printed: &[u8], out: &mut Vec<u8>) {
+    write_without(printed, b"duration_seconds", true, out);
+}
+
+/// Appends a canonical object's text without its member `drop`; `kernel`: likewise without
+/// `execution_count` in the `kernel` member when that is an object.
+fn write_without(object: &[u8], drop: &[u8], kernel: bool, out: &mut Vec<u8>) {
     out.push(b'{');
     let mut first = true;
-    for (key, value) in printed_members(printed) {
-        if key == b"duration_seconds" {
+    for (key, value) in printed_members(object) {
+        if key == drop {
             continue;
         }
         if !first {
@@ -314,23 +320,8 @@ fn strip_printed(printed: &[u8], out: &mut Vec<u8>) {
         out.push(b'"');
         out.extend_from_slice(key);
         out.extend_from_slice(b"\":");
-        if key == b"kernel" && value.first() == Some(&b'{') {
-            out.push(b'{');
-            let mut first = true;
-            for (key, value) in printed_members(value) {
-                if key == b"execution_count" {
-                    continue;
-                }
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                out.push(b'"');
-                out.extend_from_slice(key);
-                out.extend_from_slice(b"\":");
-                out.extend_from_slice(value);
-            }
-            out.push(b'}');
+        if kernel && key == b"kernel" && value.first() == Some(&b'{') {
+            write_without(value, b"execution_count", false, out);
         } else {
             out.extend_from_slice(value);
         }
