@@ -6,11 +6,11 @@
 //! intermediate string is built.
 
 use std::fmt;
-use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 use crate::json::{self, Canonicalizer, Kind, Value};
+use crate::tool_name::ToolName;
 
 /// A SHA-256 digest; prints as lowercase hex like Python's `hexdigest()`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -85,23 +85,14 @@ pub fn args_hash(args: &Value) -> Hash {
 }
 
 /// Identity of a call: tool name plus argument hash (raw arguments are never kept).
-#[derive(Clone, Eq, PartialOrd, Ord, Debug)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub struct Signature {
-    /// Shared, so cloning a signature into the controller's maps does not allocate.
-    pub tool: Arc<str>,
+    /// Interned, so copying a signature into the controller's maps costs no allocation.
+    pub tool: ToolName,
     pub args_hash: Hash,
 }
 
-/// The hashes first (they usually differ), then the names, by pointer before by text: the
-/// stall guards compare signatures on every call.
-impl PartialEq for Signature {
-    fn eq(&self, other: &Self) -> bool {
-        self.args_hash == other.args_hash
-            && (Arc::ptr_eq(&self.tool, &other.tool) || self.tool == other.tool)
-    }
-}
-
-/// As derived: equal signatures have equal names and hashes, so they hash alike.
+/// The names first: interned names compare by pointer, and equal signatures hash alike.
 impl std::hash::Hash for Signature {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.tool.hash(state);
@@ -111,47 +102,10 @@ impl std::hash::Hash for Signature {
 
 impl Signature {
     pub fn new(tool: &str, args: &Value) -> Signature {
-        thread_local! {
-            static NAMES: std::cell::RefCell<ToolNames> = std::cell::RefCell::default();
-        }
         Signature {
-            tool: NAMES.with(|n| n.borrow_mut().get_str(tool)),
+            tool: ToolName::new(tool),
             args_hash: args_hash(args),
         }
-    }
-}
-
-/// Tool names shared between signatures, so a call does not allocate its name again.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ToolNames(rustc_hash::FxHashMap<Box<[u8]>, Arc<str>>);
-
-impl ToolNames {
-    /// Bounded: a stream of ever-new names starts the table over.
-    const CAPACITY: usize = 4096;
-
-    /// The shared name, or `None` when the bytes are not UTF-8 (an escaped lone surrogate).
-    pub(crate) fn get(&mut self, tool: &[u8]) -> Option<Arc<str>> {
-        if let Some(name) = self.0.get(tool) {
-            return Some(name.clone());
-        }
-        Some(self.insert(std::str::from_utf8(tool).ok()?))
-    }
-
-    /// The shared name of a name already known to be text.
-    pub(crate) fn get_str(&mut self, tool: &str) -> Arc<str> {
-        match self.0.get(tool.as_bytes()) {
-            Some(name) => name.clone(),
-            None => self.insert(tool),
-        }
-    }
-
-    fn insert(&mut self, tool: &str) -> Arc<str> {
-        let name: Arc<str> = tool.into();
-        if self.0.len() >= Self::CAPACITY {
-            self.0.clear();
-        }
-        self.0.insert(tool.as_bytes().into(), name.clone());
-        name
     }
 }
 

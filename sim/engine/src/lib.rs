@@ -50,6 +50,7 @@ pub mod platform;
 pub mod profile;
 pub mod retry;
 pub mod stuck;
+pub mod tool_name;
 pub mod turn;
 pub mod yaml;
 

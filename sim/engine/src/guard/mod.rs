@@ -4,12 +4,12 @@
 mod request;
 
 use std::io::Write as _;
-use std::sync::Arc;
 
 use crate::config::EngineConfig;
 use crate::guardrails::{CallFacts, Controller, Decision, subagent_spawn_count};
 use crate::hash::{Hash, Signature};
 use crate::json::{self, Value};
+use crate::tool_name::ToolName;
 use request::{Call, Op, RequestReader};
 
 /// A request line that does not follow the protocol.
@@ -26,7 +26,8 @@ pub struct GuardSession {
     controller: Controller,
     line: usize,
     reader: RequestReader,
-    tools: crate::hash::ToolNames,
+    /// The last tool name met: a call's `after` names its `before`'s tool.
+    last_tool: Option<ToolName>,
     hex: LastHex,
     /// Calls read without a tree (off only to test the two paths against each other).
     fast: bool,
@@ -64,7 +65,7 @@ impl GuardSession {
             controller: Controller::new(config.guardrails, config.rules),
             line: 0,
             reader: RequestReader::default(),
-            tools: crate::hash::ToolNames::default(),
+            last_tool: None,
             hex: LastHex::default(),
             fast: true,
         }
@@ -102,8 +103,12 @@ impl GuardSession {
         // Most lines are calls: read without a tree. Anything else takes the tree below.
         if self.fast
             && let Some(call) = self.reader.read(line)
-            && let Some(tool) = self.tools.get(call.tool)
+            && let Some(tool) = match &self.last_tool {
+                Some(t) if t.as_bytes() == call.tool => Some(t.clone()),
+                _ => ToolName::from_bytes(call.tool),
+            }
         {
+            self.last_tool = Some(tool.clone());
             let call_answer = answer(&mut self.controller, tool, call);
             self.write_decision(&call_answer.0, call_answer.1, out);
             return Ok(());
@@ -210,7 +215,12 @@ impl GuardSession {
         match self.controller.halt_decision() {
             None => out.extend_from_slice(b"null"),
             Some(h) => {
-                let _ = write!(out, "{{\"code\":\"{}\",\"count\":{}}}", h.code, h.count);
+                // Once a turn has halted, every answer carries the halt: no formatting machinery.
+                out.extend_from_slice(b"{\"code\":\"");
+                out.extend_from_slice(h.code.as_str().as_bytes());
+                out.extend_from_slice(b"\",\"count\":");
+                crate::json::push_u64(out, u64::from(h.count));
+                out.push(b'}');
             }
         }
         if let Some(o) = obs {
@@ -236,7 +246,7 @@ impl GuardSession {
 /// Decides a call read by the fast path, as the tree path decides it.
 fn answer(
     c: &mut Controller,
-    tool: Arc<str>,
+    tool: ToolName,
     call: Call<'_>,
 ) -> (Decision, Option<crate::guardrails::Observation>) {
     let signature = Signature {

@@ -14,6 +14,7 @@ use std::fmt;
 
 use crate::hash::{self, Hash, ResultHashCache, ResultHashing, Signature};
 use crate::json::Value;
+use crate::tool_name::ToolName;
 
 pub use classify::classify_failure;
 pub use config::{ATTENDED_PLATFORMS, GuardrailConfig, LoopCaps, is_unattended};
@@ -308,7 +309,7 @@ pub struct Controller {
     config: GuardrailConfig,
     rules: GuardrailRules,
     exact_failures: HashMap<Signature, u32>,
-    same_tool_failures: HashMap<std::sync::Arc<str>, u32>,
+    same_tool_failures: HashMap<ToolName, u32>,
     progress_since_failure: HashSet<Signature>,
     no_progress: HashMap<Signature, (Hash, u32)>,
     halt: Option<Decision>,

@@ -225,7 +225,10 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (state >> 33) as u32
         };
-        let pieces: [&[u8]; 12] = [
+        // Long ASCII pieces put the other sequences at every offset of a 32-byte block.
+        let pieces: [&[u8]; 14] = [
+            b"abcdefghijklmnopqrstuvwxyz01234",
+            b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEF",
             b"abcdefgh",
             b"x",
             "é".as_bytes(),
@@ -241,8 +244,8 @@ mod tests {
         ];
         for _ in 0..50_000 {
             let mut s = Vec::new();
-            for _ in 0..next() % 12 {
-                s.extend_from_slice(pieces[(next() % 12) as usize]);
+            for _ in 0..next() % 24 {
+                s.extend_from_slice(pieces[(next() % 14) as usize]);
             }
             assert_eq!(is_utf8(&s), std::str::from_utf8(&s).is_ok(), "{s:?}");
         }

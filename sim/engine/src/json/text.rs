@@ -80,14 +80,21 @@ pub fn py_strip(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
-/// Whether `s` is UTF-8, as `std::str::from_utf8(s).is_ok()`: ASCII eight bytes at a time,
-/// and each other sequence checked by the standard library in a window of four bytes. Request
-/// lines are short and mostly ASCII, where the standard check's setup costs more than the
-/// check.
+/// Whether `s` is UTF-8, as `std::str::from_utf8(s).is_ok()`: ASCII 32 bytes at a time (four
+/// words or'ed together), then eight, and each other sequence checked by the standard library
+/// in a window of four bytes. Request lines are short and mostly ASCII, where the standard
+/// check's setup costs more than the check.
 pub fn is_utf8(s: &[u8]) -> bool {
     const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().expect("8 bytes"));
     let mut i = 0;
     while i < s.len() {
+        if let Some(w) = s.get(i..i + 32)
+            && (word(&w[..8]) | word(&w[8..16]) | word(&w[16..24]) | word(&w[24..])) & HIGH == 0
+        {
+            i += 32;
+            continue;
+        }
         if let Some(w) = s.get(i..i + 8)
             && u64::from_le_bytes(w.try_into().expect("8 bytes")) & HIGH == 0
         {

@@ -6,11 +6,33 @@ use super::Value;
 /// Where canonical JSON goes: a buffer, or straight into a hasher.
 pub trait Sink {
     fn put(&mut self, bytes: &[u8]);
+
+    /// One byte: the printer's punctuation.
+    fn put_byte(&mut self, b: u8) {
+        self.put(&[b]);
+    }
+
+    /// Python's `repr` of a float.
+    fn put_float(&mut self, f: f64) {
+        self.put(float_repr(f).as_bytes());
+    }
 }
 
+/// Inlined: most pieces are a few bytes, where a call costs more than the copy.
 impl Sink for Vec<u8> {
+    #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
+    }
+
+    #[inline(always)]
+    fn put_byte(&mut self, b: u8) {
+        self.push(b);
+    }
+
+    /// Straight into the buffer: no string per float.
+    fn put_float(&mut self, f: f64) {
+        push_float_repr(self, f);
     }
 }
 
@@ -21,28 +43,28 @@ pub fn write_canonical<S: Sink>(v: &Value, out: &mut S) {
         Value::Bool(true) => out.put(b"true"),
         Value::Bool(false) => out.put(b"false"),
         Value::Int(d) => out.put(d.as_bytes()),
-        Value::Float(f) => out.put(float_repr(*f).as_bytes()),
+        Value::Float(f) => out.put_float(*f),
         Value::Str(s) => write_str(s, out),
         Value::Array(items) => {
-            out.put(b"[");
+            out.put_byte(b'[');
             for (n, item) in items.iter().enumerate() {
                 if n > 0 {
-                    out.put(b",");
+                    out.put_byte(b',');
                 }
                 write_canonical(item, out);
             }
-            out.put(b"]");
+            out.put_byte(b']');
         }
         Value::Object(pairs) => {
-            out.put(b"{");
+            out.put_byte(b'{');
             // Byte order of generalised UTF-8 is code-point order, which is Python's sort.
             // Keys usually arrive sorted: then there is nothing to sort or allocate.
             let member = |out: &mut S, n: usize, (k, val): &(Vec<u8>, Value)| {
                 if n > 0 {
-                    out.put(b",");
+                    out.put_byte(b',');
                 }
                 write_str(k, out);
-                out.put(b":");
+                out.put_byte(b':');
                 write_canonical(val, out);
             };
             if pairs.windows(2).all(|w| w[0].0 < w[1].0) {
@@ -56,7 +78,7 @@ pub fn write_canonical<S: Sink>(v: &Value, out: &mut S) {
                     member(out, n, pair);
                 }
             }
-            out.put(b"}");
+            out.put_byte(b'}');
         }
     }
 }
@@ -112,7 +134,7 @@ pub(super) fn push_canonical_char(out: &mut Vec<u8>, cp: u32) -> bool {
 }
 
 fn write_str<S: Sink>(s: &[u8], out: &mut S) {
-    out.put(b"\"");
+    out.put_byte(b'"');
     let mut i = 0;
     loop {
         // Runs of bytes that print as they are, found eight at a time.
@@ -126,7 +148,7 @@ fn write_str<S: Sink>(s: &[u8], out: &mut S) {
         out.put(&e[..n]);
         i += 1;
     }
-    out.put(b"\"");
+    out.put_byte(b'"');
 }
 
 /// Python's `repr(float)`: shortest round-trip digits, `1.0`, `1e+16`, `1e-05`, `nan` as `NaN`.
