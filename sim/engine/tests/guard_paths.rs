@@ -1,7 +1,8 @@
 //! The guard's two ways of reading a request, against each other: calls read without a tree
 //! (the fast path) must answer exactly as the tree path does, line for line, on requests in
 //! every shape: both openings, members in any order, duplicate keys, escapes, odd arguments
-//! and results, wrong types, and broken lines (same error, same line).
+//! and results (long ones again and again, as the fast path remembers them), wrong types, and
+//! broken lines (same error, same line).
 
 mod common;
 
@@ -39,7 +40,25 @@ const RESULTS: &[&str] = &[
     "7",
 ];
 
-fn request(rng: &mut ChaCha8Rng, last: &mut (&'static str, String)) -> Vec<u8> {
+/// Results of 128 bytes and more, which the fast path remembers as written: texts that agree
+/// for their first 128 bytes and differ later, one text written two ways, execute_code's
+/// volatile fields after a long head, and failures for the classifier.
+fn long_results() -> Vec<String> {
+    let pad = "x".repeat(150);
+    let esc = format!("\\u0078{}", &pad[1..]);
+    [
+        format!("\"{{\\\"output\\\": \\\"{pad}\\\", \\\"exit_code\\\": 0}}\""),
+        format!("\"{{\\\"output\\\": \\\"{pad}\\\", \\\"exit_code\\\": 1}}\""),
+        format!("\"{{\\\"output\\\": \\\"{esc}\\\", \\\"exit_code\\\": 0}}\""),
+        format!("\"{{\\\"a\\\": \\\"{pad}\\\", \\\"duration_seconds\\\": 0.1, \\\"kernel\\\": {{\\\"execution_count\\\": 1}}}}\""),
+        format!("\"{{\\\"a\\\": \\\"{pad}\\\", \\\"duration_seconds\\\": 0.2, \\\"kernel\\\": {{\\\"execution_count\\\": 2}}}}\""),
+        format!("\"Error: {pad}\""),
+        format!("\"{pad} failed\""),
+    ]
+    .into()
+}
+
+fn request(rng: &mut ChaCha8Rng, last: &mut (&'static str, String), long: &[String]) -> Vec<u8> {
     let op = match rng.random_range(0..100) {
         0..35 => "\"before\"",
         35..82 => "\"after\"",
@@ -74,10 +93,11 @@ fn request(rng: &mut ChaCha8Rng, last: &mut (&'static str, String)) -> Vec<u8> {
         members.push(format!("\"args\":{args}"));
     }
     if rng.random_bool(0.9) {
-        members.push(format!(
-            "\"result\":{}",
-            RESULTS[rng.random_range(0..RESULTS.len())]
-        ));
+        let result = match rng.random_range(0..RESULTS.len() + long.len()) {
+            n if n < RESULTS.len() => RESULTS[n],
+            n => &long[n - RESULTS.len()],
+        };
+        members.push(format!("\"result\":{result}"));
     }
     match rng.random_range(0..5) {
         0 => members.push("\"failed\":true".into()),
@@ -135,7 +155,10 @@ fn fast_path_answers_as_the_tree_path() {
         let cfg = EngineConfig::new(profile, platform);
         let mut rng = ChaCha8Rng::seed_from_u64(21);
         let mut last = ("", String::new());
-        let lines: Vec<Vec<u8>> = (0..40_000).map(|_| request(&mut rng, &mut last)).collect();
+        let long = long_results();
+        let lines: Vec<Vec<u8>> = (0..40_000)
+            .map(|_| request(&mut rng, &mut last, &long))
+            .collect();
         let fast = answers(GuardSession::new(&cfg), &lines);
         let tree = answers(GuardSession::new(&cfg).tree_only(), &lines);
         let (mut ok, mut errors, mut warned) = (0, 0, 0);
@@ -158,4 +181,48 @@ fn fast_path_answers_as_the_tree_path() {
             "{profile:?}: {ok} {errors} {warned}"
         );
     }
+}
+
+/// A remembered result's hash belongs to the tool it was computed for: execute_code drops its
+/// volatile fields before hashing, another tool does not. Two texts that differ only there
+/// hash alike for execute_code and differently for `terminal`, so a hash carried over from one
+/// tool to the other would make three `terminal` calls an identical streak. (The texts differ
+/// in their first bytes, so each is remembered in a slot of its own.)
+#[test]
+fn a_remembered_result_is_hashed_for_each_tool_on_its_own() {
+    let pad = "x".repeat(150);
+    let text = |d: u32| {
+        format!(
+            "\"{{\\\"duration_seconds\\\": 0.{d}, \\\"kernel\\\": {{\\\"execution_count\\\": {d}}}, \\\"a\\\": \\\"{pad}\\\"}}\""
+        )
+    };
+    let line = |tool: &str, d: u32| {
+        format!(
+            "{{\"op\":\"after\",\"tool\":\"{tool}\",\"args\":{{\"k\":1}},\"result\":{},\"failed\":false}}",
+            text(d)
+        )
+        .into_bytes()
+    };
+    let lines = [
+        line("execute_code", 1),
+        line("execute_code", 2),
+        line("terminal", 1),
+        line("terminal", 2),
+        line("terminal", 1),
+    ];
+    let cfg = EngineConfig::new(ProfileName::HermesMain, None);
+    let text = |a: Vec<Result<Vec<u8>, String>>| -> Vec<String> {
+        a.into_iter()
+            .map(|r| String::from_utf8(r.unwrap()).unwrap())
+            .collect()
+    };
+    let fast = text(answers(GuardSession::new(&cfg), &lines));
+    let tree = text(answers(GuardSession::new(&cfg).tree_only(), &lines));
+    assert_eq!(fast, tree);
+    let out = |n: usize| &fast[n];
+    // execute_code's two texts are one result: the second call is a streak of 2, no notice yet;
+    // terminal's are two results, so its third call is no streak at all.
+    assert!(out(1).contains("\"observe\":{\"kind\":null"), "{}", out(1));
+    assert!(out(4).contains("\"observe\":{\"kind\":null"), "{}", out(4));
+    assert!(out(4).contains("\"count\":0"), "{}", out(4));
 }

@@ -1,6 +1,7 @@
 //! The guardrail controller over JSON lines (`loopsim guard`): the conformance interface.
 //! See `docs/guard-protocol.md`. Pure: it turns request bytes into answer bytes.
 
+mod recent;
 mod request;
 
 use std::io::Write as _;
@@ -109,8 +110,12 @@ impl GuardSession {
             }
         {
             self.last_tool = Some(tool.clone());
-            let call_answer = answer(&mut self.controller, tool, call);
-            self.write_decision(&call_answer.0, call_answer.1, out);
+            let recent = call.recent;
+            let (d, obs, hash) = answer(&mut self.controller, tool, call);
+            if let (Some((f, None)), Some(h)) = (recent, hash) {
+                self.reader.remember_hash(f, d.signature.tool.as_bytes(), h);
+            }
+            self.write_decision(&d, obs, out);
             return Ok(());
         }
         // Strict: NaN and Infinity are not JSON, and the line must be UTF-8. (Result text is
@@ -243,12 +248,17 @@ impl GuardSession {
     }
 }
 
-/// Decides a call read by the fast path, as the tree path decides it.
+/// Decides a call read by the fast path, as the tree path decides it; with the result hash
+/// when one was computed.
 fn answer(
     c: &mut Controller,
     tool: ToolName,
     call: Call<'_>,
-) -> (Decision, Option<crate::guardrails::Observation>) {
+) -> (
+    Decision,
+    Option<crate::guardrails::Observation>,
+    Option<Hash>,
+) {
     let signature = Signature {
         tool,
         args_hash: call.args_hash,
@@ -260,9 +270,12 @@ fn answer(
                 .and_then(|a| json::parse(a).ok())
                 .map_or(1, |v| subagent_spawn_count(&v))
         };
-        return (c.before_call_with(signature, spawns), None);
+        return (c.before_call_with(signature, spawns), None, None);
     }
-    let facts = CallFacts::with_signature(signature, call.result, c.rules());
+    let mut facts = CallFacts::with_signature(signature, call.result, c.rules());
+    if let Some((_, Some(h))) = call.recent {
+        facts = facts.with_result_hash(h);
+    }
     let failed = call
         .failed
         .unwrap_or_else(|| c.classify(&facts.signature.tool, call.result));
@@ -271,7 +284,7 @@ fn answer(
         .rules()
         .stall_guards
         .then(|| c.observe_call(&facts, failed));
-    (d, obs)
+    (d, obs, facts.known_result_hash())
 }
 
 #[cfg(test)]

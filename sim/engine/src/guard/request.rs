@@ -3,6 +3,7 @@
 //! Anything else (another op, a field of the wrong type, a line that is not JSON) is left to
 //! the tree path, which answers it or names the error exactly as before.
 
+use super::recent::{Found, RecentResults};
 use crate::hash::{EMPTY_ARGS_HASH, Hash};
 use crate::json::{Canonicalizer, Kind, Members};
 
@@ -25,6 +26,8 @@ pub(super) struct Call<'r> {
     pub result: Option<&'r [u8]>,
     /// `after` only: the runtime's verdict, when it gave one.
     pub failed: Option<bool>,
+    /// `after` only: where the reader remembers the result, and its hash when known.
+    pub recent: Option<(Found, Option<Hash>)>,
 }
 
 /// Reused buffers for reading requests.
@@ -40,6 +43,7 @@ pub(super) struct RequestReader {
     /// The last arguments as written, with their kind and hash: an `after` repeats its
     /// `before`'s arguments, and a loop repeats its calls.
     last_args: LastArgs,
+    recent: RecentResults,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -60,6 +64,8 @@ struct Seen {
     failed: Option<Option<bool>>,
     failed_ok: bool,
     id_ok: bool,
+    /// The result is the remembered one in this slot.
+    found: Option<Found>,
 }
 
 impl RequestReader {
@@ -145,7 +151,24 @@ impl RequestReader {
                     seen.args = Some(kind);
                 }
                 b"result" => {
-                    seen.result = Some(m.value(canon, Some(&mut r.result), &mut r.other).ok()?)
+                    seen.found = None;
+                    let key = RecentResults::key(m.rest());
+                    if let Some(key) = key
+                        && let Some(f) = r.recent.find(key)
+                        && m.skip_if_written_as(r.recent.written(f))
+                    {
+                        seen.result = Some(Kind::Str);
+                        seen.found = Some(f);
+                        continue;
+                    }
+                    let start = m.position();
+                    let kind = m.value(canon, Some(&mut r.result), &mut r.other).ok()?;
+                    seen.result = Some(kind);
+                    if kind == Kind::Str
+                        && let Some(key) = key
+                    {
+                        seen.found = r.recent.keep(key, m.text(start), &r.result);
+                    }
                 }
                 b"failed" => {
                     let kind = m.value(canon, None, &mut r.other).ok()?;
@@ -184,11 +207,13 @@ impl RequestReader {
                 args_hash,
                 result: None,
                 failed: None,
+                recent: None,
             });
         }
-        let result = match seen.result? {
-            Kind::Str => Some(self.result.as_slice()),
-            Kind::Null => None,
+        let result = match (seen.result?, seen.found) {
+            (Kind::Str, Some(f)) => Some(self.recent.text(f)),
+            (Kind::Str, None) => Some(self.result.as_slice()),
+            (Kind::Null, _) => None,
             _ => return None,
         };
         if !(seen.failed_ok && seen.id_ok) {
@@ -201,6 +226,12 @@ impl RequestReader {
             args_hash,
             result,
             failed: seen.failed.flatten(),
+            recent: seen.found.map(|f| (f, self.recent.hash(f, tool))),
         })
+    }
+
+    /// Remembers the hash the controller computed for a remembered result.
+    pub(super) fn remember_hash(&mut self, f: Found, tool: &[u8], h: Hash) {
+        self.recent.set_hash(f, tool, h);
     }
 }

@@ -296,6 +296,11 @@ impl<'a> CallFacts<'a> {
         self
     }
 
+    /// The result hash if it was supplied or has been computed.
+    pub fn known_result_hash(&self) -> Option<Hash> {
+        self.result_hash.get().copied()
+    }
+
     pub fn result_hash(&self) -> Hash {
         *self
             .result_hash

@@ -147,6 +147,12 @@ impl<'a> Members<'a> {
         &text[start..self.p.i]
     }
 
+    /// The text from the reader's position on.
+    pub fn rest(&self) -> &'a [u8] {
+        let text: &'a [u8] = self.p.s;
+        &text[self.p.i..]
+    }
+
     /// Where the reader is in the text (a value's span is the positions around [`Members::value`]).
     pub fn position(&self) -> usize {
         self.p.i
