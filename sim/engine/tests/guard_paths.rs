@@ -76,6 +76,9 @@ fn request(rng: &mut ChaCha8Rng, last: &mut (&'static str, String), long: &[Stri
     };
     let args = if repeat {
         last.1.clone()
+    } else if rng.random_bool(0.02) {
+        // Past what the fast path keeps of arguments between lines.
+        format!("{{\"big\": \"{}\", \"n\": 1.50}}", "y".repeat(5000))
     } else {
         let mut s = String::new();
         if rng.random_bool(0.7) {

@@ -1,14 +1,88 @@
-//! Long results met before, as written on the line: a looping agent's `after` carries the same
-//! result again, and reading a long escaped string (and looking its hash up by the decoded
-//! text) costs more than deciding the call. A line whose result is written byte for byte as a
-//! remembered one takes the remembered text and, once the controller has computed it, hash.
+//! Arguments and long results met before, as written on the line. An `after` repeats its
+//! `before`'s arguments, and a looping agent sends the same calls (often a cycle of a few) with
+//! the same results again; printing arguments canonically and hashing them, or reading a long
+//! escaped string and looking its hash up by the decoded text, costs more than deciding the
+//! call. A value written byte for byte as a remembered one takes what was made of it.
 //!
-//! Only results of at least [`RecentResults::MIN_WRITTEN`] bytes are kept: a slot is found by
+//! Arguments: [`RecentArgs::SLOTS`] slots found by the value's first bytes (with whatever
+//! follows when it is shorter), each value of at most [`RecentArgs::MAX_WRITTEN`] bytes.
+//!
+//! Results: only results of at least [`RecentResults::MIN_WRITTEN`] bytes are kept: a slot is found by
 //! the first that many bytes of the value, which for a shorter result would take in the rest of
 //! the line (its call id). Direct-mapped and bounded: at most [`RecentResults::SLOTS`] results
 //! of at most [`RecentResults::MAX_WRITTEN`] bytes.
 
 use crate::hash::Hash;
+use crate::json::Kind;
+
+/// The fast hash of the first `n` bytes of `rest` (all of it when shorter); never 0.
+fn head_key(rest: &[u8], n: usize) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = rustc_hash::FxBuildHasher.build_hasher();
+    h.write(&rest[..n.min(rest.len())]);
+    h.finish() | 1
+}
+
+/// Arguments read before: as written, their kind, canonical text and hash.
+#[derive(Clone, Debug, Default)]
+pub(super) struct RecentArgs {
+    slots: Vec<ArgsSlot>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct ArgsSlot {
+    key: u64,
+    pub written: Vec<u8>,
+    /// `None`: the slot holds nothing (or a value whose reading failed).
+    pub kind: Option<Kind>,
+    /// Filled by the reader: the canonical text when the value is an object.
+    pub canonical: Vec<u8>,
+    pub hash: Hash,
+}
+
+/// A slot of [`RecentArgs`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ArgsAt(usize);
+
+impl RecentArgs {
+    pub(super) const SLOTS: usize = 256;
+    pub(super) const MAX_WRITTEN: usize = 1 << 12;
+    const HEAD: usize = 32;
+
+    /// The slot for a value starting at `rest`, and whether it holds that value as written
+    /// there (the caller still checks the bytes against [`ArgsSlot::written`]).
+    pub(super) fn lookup(&mut self, rest: &[u8]) -> (ArgsAt, bool) {
+        if self.slots.is_empty() {
+            self.slots.resize_with(Self::SLOTS, ArgsSlot::default);
+        }
+        let key = head_key(rest, Self::HEAD);
+        let at = (key >> 7) as usize % self.slots.len();
+        let slot = &mut self.slots[at];
+        let held = slot.key == key && slot.kind.is_some();
+        if !held {
+            slot.key = key;
+            slot.kind = None;
+        }
+        (ArgsAt(at), held)
+    }
+
+    /// Lets a slot's large buffers go once the line that needed them is answered, so that the
+    /// slots hold at most [`RecentArgs::MAX_WRITTEN`]-sized values between lines.
+    pub(super) fn release_large(&mut self, at: ArgsAt) {
+        let slot = &mut self.slots[at.0];
+        if slot.canonical.capacity() > Self::MAX_WRITTEN * 2 {
+            *slot = ArgsSlot::default();
+        }
+    }
+
+    pub(super) fn slot(&self, at: ArgsAt) -> &ArgsSlot {
+        &self.slots[at.0]
+    }
+
+    pub(super) fn slot_mut(&mut self, at: ArgsAt) -> &mut ArgsSlot {
+        &mut self.slots[at.0]
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub(super) struct RecentResults {
@@ -38,14 +112,8 @@ impl RecentResults {
 
     /// The key of a value starting at `rest`, when it is long enough to be remembered.
     pub(super) fn key(rest: &[u8]) -> Option<u64> {
-        use std::hash::{BuildHasher, Hasher};
         let head = rest.get(..Self::MIN_WRITTEN)?;
-        if head[0] != b'"' {
-            return None;
-        }
-        let mut h = rustc_hash::FxBuildHasher.build_hasher();
-        h.write(head);
-        Some(h.finish() | 1)
+        (head[0] == b'"').then(|| head_key(head, Self::MIN_WRITTEN))
     }
 
     /// The slot that could hold the value with `key`, if it holds one: the caller still checks

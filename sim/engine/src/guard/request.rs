@@ -3,7 +3,7 @@
 //! Anything else (another op, a field of the wrong type, a line that is not JSON) is left to
 //! the tree path, which answers it or names the error exactly as before.
 
-use super::recent::{Found, RecentResults};
+use super::recent::{ArgsAt, Found, RecentArgs, RecentResults};
 use crate::hash::{EMPTY_ARGS_HASH, Hash};
 use crate::json::{Canonicalizer, Kind, Members};
 
@@ -37,20 +37,13 @@ pub(super) struct RequestReader {
     key: Vec<u8>,
     op: Vec<u8>,
     tool: Vec<u8>,
-    args: Vec<u8>,
     result: Vec<u8>,
     other: Vec<u8>,
-    /// The last arguments as written, with their kind and hash: an `after` repeats its
-    /// `before`'s arguments, and a loop repeats its calls.
-    last_args: LastArgs,
+    /// Arguments as written, with their kind, canonical text and hash.
+    args: RecentArgs,
+    /// The slot the last line's arguments went to, when they were large.
+    large_args: Option<ArgsAt>,
     recent: RecentResults,
-}
-
-#[derive(Clone, Debug, Default)]
-struct LastArgs {
-    written: Vec<u8>,
-    kind: Option<Kind>,
-    hash: Hash,
 }
 
 /// What the line said of a field: its kind, as last written (a duplicate key's last value is
@@ -60,6 +53,8 @@ struct Seen {
     op: Option<Kind>,
     tool: Option<Kind>,
     args: Option<Kind>,
+    /// Where the line's arguments are held.
+    args_at: ArgsAt,
     result: Option<Kind>,
     failed: Option<Option<bool>>,
     failed_ok: bool,
@@ -71,6 +66,9 @@ struct Seen {
 impl RequestReader {
     /// The line as a call, or `None` when the tree path must decide.
     pub(super) fn read(&mut self, line: &[u8]) -> Option<Call<'_>> {
+        if let Some(at) = self.large_args.take() {
+            self.args.release_large(at);
+        }
         let mut seen = Seen {
             failed_ok: true,
             id_ok: true,
@@ -132,23 +130,32 @@ impl RequestReader {
                 b"op" => seen.op = Some(m.value(canon, Some(&mut r.op), &mut r.other).ok()?),
                 b"tool" => seen.tool = Some(m.value(canon, Some(&mut r.tool), &mut r.other).ok()?),
                 b"args" => {
-                    let last = &mut r.last_args;
-                    if last.kind.is_some() && m.skip_if_written_as(&last.written) {
-                        seen.args = last.kind;
+                    let (at, held) = r.args.lookup(m.rest());
+                    seen.args_at = at;
+                    let slot = r.args.slot_mut(at);
+                    if held && m.skip_if_written_as(&slot.written) {
+                        seen.args = slot.kind;
                         continue;
                     }
-                    last.kind = None;
+                    slot.kind = None;
                     let start = m.position();
-                    let kind = m.value(canon, None, &mut r.args).ok()?;
-                    last.written.clear();
-                    last.written.extend_from_slice(m.text(start));
-                    last.hash = if kind == Kind::Object {
-                        Hash::of(&r.args)
+                    let kind = m.value(canon, None, &mut slot.canonical).ok()?;
+                    let written = m.text(start);
+                    seen.args = Some(kind);
+                    if written.len() > RecentArgs::MAX_WRITTEN {
+                        // Kept for this line only: the slot does not hold a large buffer.
+                        slot.written.clear();
+                        r.large_args = Some(at);
+                    } else {
+                        slot.written.clear();
+                        slot.written.extend_from_slice(written);
+                    }
+                    slot.hash = if kind == Kind::Object {
+                        Hash::of(&slot.canonical)
                     } else {
                         EMPTY_ARGS_HASH
                     };
-                    last.kind = Some(kind);
-                    seen.args = Some(kind);
+                    slot.kind = Some(kind);
                 }
                 b"result" => {
                     seen.found = None;
@@ -197,8 +204,10 @@ impl RequestReader {
             return None;
         }
         let tool = self.tool.as_slice();
-        let args = (seen.args? == Kind::Object).then_some(self.args.as_slice());
-        let args_hash = self.last_args.hash;
+        let kind = seen.args?;
+        let held = self.args.slot(seen.args_at);
+        let args = (kind == Kind::Object).then_some(held.canonical.as_slice());
+        let args_hash = held.hash;
         if op == Op::Before {
             return Some(Call {
                 op,
