@@ -81,8 +81,8 @@ pub fn py_strip(s: &[u8]) -> &[u8] {
 }
 
 /// Whether `s` is UTF-8, as `std::str::from_utf8(s).is_ok()`: ASCII 32 bytes at a time (four
-/// words or'ed together), then eight, and each other sequence checked by the standard library
-/// in a window of four bytes. Request lines are short and mostly ASCII, where the standard
+/// words or'ed together), then eight, and each other sequence checked in place against the
+/// well-formed byte ranges. Request lines are short and mostly ASCII, where the standard
 /// check's setup costs more than the check.
 pub fn is_utf8(s: &[u8]) -> bool {
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -96,7 +96,7 @@ pub fn is_utf8(s: &[u8]) -> bool {
             continue;
         }
         if let Some(w) = s.get(i..i + 8)
-            && u64::from_le_bytes(w.try_into().expect("8 bytes")) & HIGH == 0
+            && word(w) & HIGH == 0
         {
             i += 8;
             continue;
@@ -105,13 +105,29 @@ pub fn is_utf8(s: &[u8]) -> bool {
             i += 1;
             continue;
         }
-        // A sequence is at most four bytes, so the window holds it whole unless the text ends.
-        let window = &s[i..(i + 4).min(s.len())];
-        match std::str::from_utf8(window) {
-            Ok(_) => i += window.len(),
-            Err(e) if e.valid_up_to() > 0 => i += e.valid_up_to(),
-            Err(_) => return false,
+        match sequence_len(&s[i..]) {
+            Some(n) => i += n,
+            None => return false,
         }
     }
     true
+}
+
+/// The length of the well-formed UTF-8 sequence `s` starts with (its first byte not ASCII), or
+/// `None`: the ranges of the Unicode standard's table of well-formed byte sequences (no
+/// overlong forms, no surrogates, nothing past U+10FFFF).
+fn sequence_len(s: &[u8]) -> Option<usize> {
+    let within = |i: usize, lo: u8, hi: u8| s.get(i).is_some_and(|b| (lo..=hi).contains(b));
+    let tail = |from: usize, n: usize| (from..n).all(|i| within(i, 0x80, 0xBF));
+    let (second, n) = match s[0] {
+        0xC2..=0xDF => ((0x80, 0xBF), 2),
+        0xE0 => ((0xA0, 0xBF), 3),
+        0xE1..=0xEC | 0xEE..=0xEF => ((0x80, 0xBF), 3),
+        0xED => ((0x80, 0x9F), 3),
+        0xF0 => ((0x90, 0xBF), 4),
+        0xF1..=0xF3 => ((0x80, 0xBF), 4),
+        0xF4 => ((0x80, 0x8F), 4),
+        _ => return None,
+    };
+    (within(1, second.0, second.1) && tail(2, n)).then_some(n)
 }
