@@ -27,11 +27,20 @@ impl Hash {
 
     /// Lowercase hex digits, without formatting machinery (answers print one per line).
     pub fn hex_bytes(&self) -> [u8; 64] {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        /// Both digits of every byte value.
+        const PAIRS: [[u8; 2]; 256] = {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            let mut t = [[0u8; 2]; 256];
+            let mut b = 0;
+            while b < 256 {
+                t[b] = [DIGITS[b >> 4], DIGITS[b & 15]];
+                b += 1;
+            }
+            t
+        };
         let mut out = [0u8; 64];
-        for (i, b) in self.0.iter().enumerate() {
-            out[2 * i] = DIGITS[(b >> 4) as usize];
-            out[2 * i + 1] = DIGITS[(b & 15) as usize];
+        for (pair, b) in out.chunks_exact_mut(2).zip(self.0) {
+            pair.copy_from_slice(&PAIRS[b as usize]);
         }
         out
     }

@@ -7,7 +7,9 @@ mod request;
 use std::io::Write as _;
 
 use crate::config::EngineConfig;
-use crate::guardrails::{CallFacts, Controller, Decision, subagent_spawn_count};
+use crate::guardrails::{
+    Action, CallFacts, Controller, Decision, DecisionCode, subagent_spawn_count,
+};
 use crate::hash::{Hash, Signature};
 use crate::json::{self, Value};
 use crate::tool_name::ToolName;
@@ -207,11 +209,16 @@ impl GuardSession {
         obs: Option<crate::guardrails::Observation>,
         out: &mut Vec<u8>,
     ) {
-        out.extend_from_slice(b"{\"action\":\"");
-        out.extend_from_slice(d.action.as_str().as_bytes());
-        out.extend_from_slice(b"\",\"code\":\"");
-        out.extend_from_slice(d.code.as_str().as_bytes());
-        out.extend_from_slice(b"\",\"count\":");
+        match opening(d.action, d.code) {
+            Some(o) => out.extend_from_slice(o),
+            None => {
+                out.extend_from_slice(b"{\"action\":\"");
+                out.extend_from_slice(d.action.as_str().as_bytes());
+                out.extend_from_slice(b"\",\"code\":\"");
+                out.extend_from_slice(d.code.as_str().as_bytes());
+                out.extend_from_slice(b"\",\"count\":");
+            }
+        }
         // `write!` would cost more than the rest of the answer.
         crate::json::push_u64(out, u64::from(d.count));
         out.extend_from_slice(b",\"args_hash\":\"");
@@ -246,6 +253,38 @@ impl GuardSession {
         }
         out.extend_from_slice(b"}\n");
     }
+}
+
+/// An answer's opening up to its count, in one piece, for the action each code comes with.
+fn opening(action: Action, code: DecisionCode) -> Option<&'static [u8]> {
+    macro_rules! open {
+        ($a:literal, $c:literal) => {
+            concat!("{\"action\":\"", $a, "\",\"code\":\"", $c, "\",\"count\":").as_bytes()
+        };
+    }
+    let o: &'static [u8] = match (action, code) {
+        (Action::Allow, DecisionCode::Allow) => open!("allow", "allow"),
+        (Action::Warn, DecisionCode::RepeatedExactFailureWarning) => {
+            open!("warn", "repeated_exact_failure_warning")
+        }
+        (Action::Warn, DecisionCode::SameToolFailureWarning) => {
+            open!("warn", "same_tool_failure_warning")
+        }
+        (Action::Warn, DecisionCode::IdempotentNoProgressWarning) => {
+            open!("warn", "idempotent_no_progress_warning")
+        }
+        (Action::Block, DecisionCode::RepeatedExactFailureBlock) => {
+            open!("block", "repeated_exact_failure_block")
+        }
+        (Action::Block, DecisionCode::IdempotentNoProgressBlock) => {
+            open!("block", "idempotent_no_progress_block")
+        }
+        (Action::Halt, DecisionCode::SameToolFailureHalt) => {
+            open!("halt", "same_tool_failure_halt")
+        }
+        _ => return None,
+    };
+    Some(o)
 }
 
 /// Decides a call read by the fast path, as the tree path decides it; with the result hash
@@ -303,6 +342,25 @@ mod tests {
             s.handle_line(line.as_bytes(), &mut out)?;
         }
         Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_whole_opening_is_the_opening_written_piece_by_piece() {
+        let mut whole = 0;
+        for action in [Action::Allow, Action::Warn, Action::Block, Action::Halt] {
+            for code in DecisionCode::ALL {
+                if let Some(o) = opening(action, code) {
+                    let pieces = format!(
+                        "{{\"action\":\"{}\",\"code\":\"{}\",\"count\":",
+                        action.as_str(),
+                        code.as_str()
+                    );
+                    assert_eq!(o, pieces.as_bytes());
+                    whole += 1;
+                }
+            }
+        }
+        assert_eq!(whole, 7);
     }
 
     #[test]

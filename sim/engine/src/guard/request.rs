@@ -101,10 +101,8 @@ impl RequestReader {
                 )
             };
         // A name without escapes ends at the first quote; one with an escape takes the reader.
-        let end = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-        if rest[end] != b'"' {
+        let end = crate::json::plain_run(rest);
+        if rest.get(end) != Some(&b'"') {
             return None;
         }
         self.op.clear();

@@ -18,6 +18,7 @@ mod write;
 pub use canon::{Canonicalizer, Kind};
 pub use members::Members;
 use parse::parse_with;
+pub(crate) use parse::plain_run;
 pub use parse::push_code_point;
 pub use text::{char_len, char_prefix, code_points, is_utf8, py_strip};
 pub(crate) use write::push_u64;

@@ -12,7 +12,7 @@ pub(super) enum Number<'a> {
 /// How many leading bytes of `s` are neither `"`, `\\` nor below 0x20: the bytes a string run
 /// copies as they are. Sixteen bytes at a time where the processor compares vectors (every
 /// x86-64 has SSE2), then eight in one word: a result is usually kilobytes of such bytes.
-pub(super) fn plain_run(s: &[u8]) -> usize {
+pub(crate) fn plain_run(s: &[u8]) -> usize {
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
     while let Some(chunk) = s.get(i..i + 16) {
