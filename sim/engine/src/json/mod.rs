@@ -259,6 +259,26 @@ mod tests {
     }
 
     #[test]
+    fn char_len_counts_the_bytes_that_start_a_code_point() {
+        let mut state = 11u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u8
+        };
+        for len in 0..4000 {
+            let s: Vec<u8> = (0..len % 200).map(|_| next()).collect();
+            let starts = s.iter().filter(|&&b| (b & 0xC0) != 0x80).count();
+            assert_eq!(char_len(&s), starts, "{s:?}");
+        }
+        assert_eq!(char_len(&[0x80; 64]), 0);
+        assert_eq!(char_len(&[0xBF; 17]), 0);
+        assert_eq!(char_len(&[0xC0; 17]), 17);
+        assert_eq!(char_len("é😀abcdefgh中".as_bytes()), 11);
+    }
+
+    #[test]
     fn python_strip_and_prefix() {
         assert_eq!(py_strip("\u{a0} x \u{3000}".as_bytes()), b"x");
         assert_eq!(py_strip(b"   "), b"");
