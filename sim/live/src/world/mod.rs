@@ -786,6 +786,7 @@ impl LiveWorld {
                 for (i, spec) in specs.iter().enumerate() {
                     // A fresh cache: its raw-pointer keys would keep the world off other threads.
                     let (args, signature) = call_args(&mut ArgsCache::default(), spec, rep);
+                    let args = std::rc::Rc::unwrap_or_clone(args);
                     let id = self.call_id(a, n, i);
                     tool_calls.push(ToolCall {
                         id: id.clone(),

@@ -46,9 +46,11 @@ use crate::clock::Duration;
 use crate::rng::stream;
 use crate::scenario::{AgentSpec, CallSpec, Dist, ModelSpec, ScenarioFile, Step, Until};
 
+mod args;
 mod context;
 mod tools;
 
+pub use args::{ArgsCache, call_args};
 pub use tools::{ApprovalCall, ToolRun, render_result};
 
 /// Context tokens a refused call's short synthetic result adds.
@@ -708,40 +710,6 @@ pub fn find_agent_tag(text: &str) -> Option<&str> {
     let start = text.find("[loopsim agent ")? + "[loopsim agent ".len();
     let len = text[start..].find(']')?;
     Some(&text[start..start + len])
-}
-
-/// A scenario's TOML arguments as the JSON value a model would send.
-fn toml_args(args: &toml::Table) -> Value {
-    let v = serde_json::to_value(args).unwrap_or(serde_json::Value::Null);
-    json::parse(v.to_string().as_bytes()).unwrap_or(Value::Object(vec![]))
-}
-
-/// Parsed arguments per call spec (the specs live as long as the scenario).
-pub type ArgsCache = rustc_hash::FxHashMap<*const CallSpec, (Value, Signature)>;
-
-/// The arguments and signature of one call: parsed and hashed once per call spec; distinct
-/// repetitions add `n` and are hashed again.
-pub fn call_args(cache: &mut ArgsCache, c: &CallSpec, rep: u32) -> (Value, Signature) {
-    let tool = c.tool.get_ref();
-    let (base, sig) = cache.entry(c as *const CallSpec).or_insert_with(|| {
-        let v = match &c.args_json {
-            // Validated when the scenario was loaded.
-            Some(text) => json::parse(text.get_ref().as_bytes()).unwrap_or(Value::Object(vec![])),
-            None => toml_args(&c.args),
-        };
-        let sig = Signature::new(tool, &v);
-        (v, sig)
-    });
-    if !c.distinct {
-        return (base.clone(), sig.clone());
-    }
-    let mut v = base.clone();
-    if let Value::Object(pairs) = &mut v {
-        pairs.retain(|(k, _)| k.as_slice() != b"n");
-        pairs.push((b"n".to_vec(), Value::Int(rep.to_string().into())));
-    }
-    let sig = Signature::new(tool, &v);
-    (v, sig)
 }
 
 #[cfg(test)]

@@ -182,34 +182,78 @@ pub fn render_result(
     now_s: f64,
     dur: Duration,
 ) -> String {
-    use std::fmt::Write as _;
     let mut out = String::with_capacity(template.len() + 16);
     let mut rest = template;
-    while let Some(open) = rest.find('{') {
+    while let Some(open) = rest.bytes().position(|b| b == b'{') {
         out.push_str(&rest[..open]);
         let tail = &rest[open..];
         let field = ["{elapsed_s}", "{counter}", "{timestamp}", "{id}", "{n}"]
             .into_iter()
             .find(|f| tail.starts_with(f));
-        let _ = match field {
-            Some("{elapsed_s}") => write!(out, "{:.3}", dur.as_secs_f64()),
-            Some("{counter}") => write!(out, "{counter}"),
-            Some("{timestamp}") => write!(out, "{now_s:.3}"),
+        match field {
+            Some("{elapsed_s}") => push_fixed3(&mut out, dur.as_secs_f64()),
+            Some("{counter}") => push_u64(&mut out, counter),
+            Some("{timestamp}") => push_fixed3(&mut out, now_s),
             Some("{id}") => {
-                let h = Hash::of(format!("{agent}:{counter}").as_bytes());
-                write!(out, "{}", &h.hex()[..16])
+                let mut key = String::with_capacity(agent.len() + 21);
+                key.push_str(agent);
+                key.push(':');
+                push_u64(&mut key, counter);
+                let hex = Hash::of(key.as_bytes()).hex_bytes();
+                out.push_str(std::str::from_utf8(&hex[..16]).expect("hex digits"));
             }
-            Some(_) => write!(out, "{rep}"),
+            Some(_) => push_u64(&mut out, u64::from(rep)),
             None => {
                 out.push('{');
                 rest = &tail[1..];
                 continue;
             }
-        };
+        }
         rest = &tail[field.map_or(1, str::len)..];
     }
     out.push_str(rest);
     out
+}
+
+/// `n` in decimal, as `{}` prints it.
+fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).expect("digits"));
+}
+
+/// `x` with three decimals, exactly as `{:.3}` prints it: a template is filled on every
+/// call, and the formatter's exact-digit machinery was a tenth of a simulated run.
+fn push_fixed3(out: &mut String, x: f64) {
+    // Below 2^20, x * 1000 is off from the exact product by at most 2^-23 (half an ulp):
+    // unless its fraction is that close to one half, it rounds to the same thousandths as
+    // the exact value does. Anything else (ties, negatives, large or odd values) is left
+    // to the formatter.
+    if x.is_sign_positive() && x < 1_048_576.0 {
+        let y = x * 1000.0;
+        let whole = y as u64;
+        let frac = y - whole as f64;
+        if (frac - 0.5).abs() > 1e-6 {
+            let n = whole + u64::from(frac > 0.5);
+            push_u64(out, n / 1000);
+            let m = (n % 1000) as u32;
+            out.push('.');
+            for d in [m / 100, m / 10 % 10, m % 10] {
+                out.push(char::from(b'0' + d as u8));
+            }
+            return;
+        }
+    }
+    use std::fmt::Write as _;
+    let _ = write!(out, "{x:.3}");
 }
 
 #[cfg(test)]
@@ -234,6 +278,65 @@ mod tests {
         let id1 = render_result("{id}", "parent", 1, 0, 0.0, d);
         let id2 = render_result("{id}", "worker#1", 1, 0, 0.0, d);
         assert_eq!(id1.len(), 16);
+        assert_eq!(id1, &Hash::of(b"parent:1").hex()[..16]);
         assert_ne!(id1, id2);
+    }
+
+    /// The fast paths print what the formatter prints, on values around every rounding edge.
+    #[test]
+    fn numbers_print_as_the_formatter_prints_them() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            state >> 11
+        };
+        let mut xs = vec![
+            0.0, -0.0, 0.0005, 0.0015, 0.0025, 1.0005, 2.5e-4, 1e-9, 1e300,
+        ];
+        xs.extend([
+            f64::NAN,
+            f64::INFINITY,
+            -1.5,
+            1_048_575.999_5,
+            1_048_576.0,
+            999.9995,
+        ]);
+        for _ in 0..200_000 {
+            let r = next();
+            xs.push(match r % 4 {
+                // Whole microseconds as seconds: what durations and clocks are.
+                0 => (r >> 2) as f64 % 5e9 / 1e6,
+                // Thousandths and halves of them, and their neighbours.
+                1 => {
+                    let t = ((r >> 2) % 2_000_000_000) as f64 / 2000.0;
+                    [t, t.next_up(), t.next_down()][(r >> 40) as usize % 3]
+                }
+                2 => f64::from_bits(r >> 1 | 0x3000_0000_0000_0000) % 2e6,
+                _ => (r >> 2) as f64 / (1u64 << 30) as f64,
+            });
+        }
+        for x in xs {
+            let mut fast = String::new();
+            push_fixed3(&mut fast, x);
+            assert_eq!(fast, format!("{x:.3}"), "{x:e}");
+        }
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            u64::MAX,
+            next(),
+            next() % 1000,
+        ] {
+            let mut fast = String::new();
+            push_u64(&mut fast, n);
+            assert_eq!(fast, n.to_string());
+        }
     }
 }

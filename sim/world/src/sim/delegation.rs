@@ -6,7 +6,7 @@ use super::*;
 impl World<'_> {
     pub(super) fn delegate(&mut self, a: AgentId, child_spec: &str, tasks: u32) {
         let call = self.agents[a].script.delegate(child_spec, tasks);
-        let args = call.args;
+        let args = Rc::new(call.args);
         self.agents[a].round_tools.push("delegate_task");
         self.agents[a].count_tool_call("delegate_task");
         self.agents[a].call_index = 1;

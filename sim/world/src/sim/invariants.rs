@@ -414,7 +414,7 @@ script = [{ answer = "found" }]
         w.agents[0].pending = Some(PendingCall {
             tool: "web_search",
             signature: Signature::new("web_search", &Value::Null),
-            args: Value::Null,
+            args: Value::Null.into(),
             result: String::new(),
             failed: false,
             dur: Duration::ZERO,

@@ -7,6 +7,7 @@
 //! ends with a halt, a refund or the next iteration. Background delegations report back only
 //! as a new turn after the parent's turn has ended.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use loopsim_engine::GuardrailEngine;
@@ -140,7 +141,8 @@ struct Agent<'s> {
 struct PendingCall<'s> {
     tool: &'s str,
     signature: Signature,
-    args: Value,
+    /// Shared with the call spec's cache unless the call is distinct.
+    args: Rc<Value>,
     result: String,
     failed: bool,
     dur: Duration,
