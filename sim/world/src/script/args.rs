@@ -33,12 +33,13 @@ fn toml_args(args: &toml::Table) -> Value {
 
 /// `base` with `n` set to `rep` (last, whatever place it had), when `base` is an object.
 fn with_rep(base: &Value, rep: u32) -> Value {
-    let mut v = base.clone();
-    if let Value::Object(pairs) = &mut v {
-        pairs.retain(|(k, _)| k.as_slice() != b"n");
-        pairs.push((b"n".to_vec(), Value::Int(rep.to_string().into())));
-    }
-    v
+    let Value::Object(base) = base else {
+        return base.clone();
+    };
+    let mut pairs = Vec::with_capacity(base.len() + 1);
+    pairs.extend(base.iter().filter(|(k, _)| k.as_slice() != b"n").cloned());
+    pairs.push((b"n".to_vec(), Value::Int(rep.to_string().into())));
+    Value::Object(pairs)
 }
 
 /// The canonical text of `base` with `n` = 0 and the place of that digit: the texts for

@@ -4,8 +4,6 @@
 //! and counts `{counter}` on its own, so agents running side by side (children in threads
 //! of a live runtime) cannot change each other's results, whatever order they run in.
 
-use std::collections::BTreeMap;
-
 use loopsim_engine::hash::Hash;
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
@@ -43,7 +41,8 @@ pub struct ApprovalCall {
 
 pub(super) struct Tools {
     seed: u64,
-    streams: BTreeMap<String, ChaCha8Rng>,
+    /// One stream per tool, in first-use order (an agent uses a handful of tools).
+    streams: Vec<(String, ChaCha8Rng)>,
     /// Made at the first approval (most agents never need one).
     approval: Option<ChaCha8Rng>,
     /// Calls run so far (what `{counter}` shows).
@@ -56,7 +55,7 @@ impl Tools {
     pub(super) fn new(seed: u64) -> Self {
         Tools {
             seed,
-            streams: BTreeMap::new(),
+            streams: Vec::new(),
             approval: None,
             counter: 0,
             hangs: Vec::new(),
@@ -79,11 +78,15 @@ impl Tools {
         let tool = c.tool.get_ref();
         let spec = &file.tools[tool];
         // Looked up before inserting: a String key per call would cost a sweep dearly.
-        if !self.streams.contains_key(tool.as_str()) {
-            let r = stream(self.seed, &format!("agent:{agent}/tool:{tool}"));
-            self.streams.insert(tool.clone(), r);
-        }
-        let rng = self.streams.get_mut(tool.as_str()).expect("inserted");
+        let at = match self.streams.iter().position(|(t, _)| t == tool) {
+            Some(at) => at,
+            None => {
+                let r = stream(self.seed, &format!("agent:{agent}/tool:{tool}"));
+                self.streams.push((tool.clone(), r));
+                self.streams.len() - 1
+            }
+        };
+        let rng = &mut self.streams[at].1;
         let mut dur = Duration::from_secs_f64(match &c.latency_s {
             Some(l) => *l.get_ref(),
             None => spec.latency_s.get_ref().sample(rng),
