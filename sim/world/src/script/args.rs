@@ -23,6 +23,9 @@ pub struct CachedArgs {
     with_n: Option<(Vec<u8>, usize)>,
     /// Where each repetition's text is put together.
     scratch: Vec<u8>,
+    /// A distinct spec's last arguments: once no call holds them any more, the next
+    /// repetition only changes their `n`.
+    last: Option<Rc<Value>>,
 }
 
 /// A scenario's TOML arguments as the JSON value a model would send.
@@ -70,6 +73,7 @@ impl CachedArgs {
             with_n: if c.distinct { text_with_n(&args) } else { None },
             args: Rc::new(args),
             scratch: Vec::new(),
+            last: None,
         }
     }
 
@@ -78,9 +82,22 @@ impl CachedArgs {
         let (text, at) = self.with_n.as_ref()?;
         self.scratch.clear();
         self.scratch.extend_from_slice(&text[..*at]);
-        self.scratch.extend_from_slice(rep.to_string().as_bytes());
+        self.scratch.extend_from_slice(decimal(&mut [0; 10], rep));
         self.scratch.extend_from_slice(&text[at + 1..]);
         Some(Hash::of(&self.scratch))
+    }
+}
+
+/// `n` in decimal, written at the end of `buf`.
+fn decimal(buf: &mut [u8; 10], mut n: u32) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
     }
 }
 
@@ -93,7 +110,13 @@ pub fn call_args(cache: &mut ArgsCache, c: &CallSpec, rep: u32) -> (Rc<Value>, S
     if !c.distinct || !cached.args.is_object() {
         return (cached.args.clone(), cached.signature.clone());
     }
-    let v = with_rep(&cached.args, rep);
+    match cached.last.as_mut().and_then(Rc::get_mut) {
+        Some(Value::Object(pairs)) if pairs.last().is_some_and(|(k, _)| k == b"n") => {
+            pairs.last_mut().expect("n").1 = Value::Int(rep.to_string().into());
+        }
+        _ => cached.last = Some(Rc::new(with_rep(&cached.args, rep))),
+    }
+    let v = cached.last.clone().expect("made above");
     let signature = match cached.hash_with(rep) {
         Some(args_hash) => Signature {
             tool: cached.signature.tool.clone(),
@@ -101,7 +124,7 @@ pub fn call_args(cache: &mut ArgsCache, c: &CallSpec, rep: u32) -> (Rc<Value>, S
         },
         None => Signature::new(c.tool.get_ref(), &v),
     };
-    (Rc::new(v), signature)
+    (v, signature)
 }
 
 #[cfg(test)]
@@ -132,12 +155,29 @@ mod tests {
                 {
                     for c in calls.filter(|c| c.distinct) {
                         let mut cache = ArgsCache::default();
+                        let n_of = |v: &Value| match v {
+                            Value::Object(pairs) => {
+                                let n = pairs.iter().find(|(k, _)| k == b"n").expect("n");
+                                Some(n.1.clone())
+                            }
+                            _ => None,
+                        };
+                        // Every third call stays in flight over the next ones: its
+                        // arguments must keep their own n.
+                        let mut held: Option<(u32, Rc<Value>)> = None;
                         for rep in (0..300).chain([999, 1000, 65_535, u32::MAX]) {
                             let (v, sig) = call_args(&mut cache, c, rep);
                             assert_eq!(sig, Signature::new(c.tool.get_ref(), &v), "{path:?}");
-                            if let Value::Object(pairs) = &*v {
-                                let n = pairs.iter().find(|(k, _)| k == b"n").expect("n");
-                                assert_eq!(n.1, Value::Int(rep.to_string().into()));
+                            if let Some(n) = n_of(&v) {
+                                assert_eq!(n, Value::Int(rep.to_string().into()));
+                            }
+                            if let Some((r, h)) = &held
+                                && let Some(n) = n_of(h)
+                            {
+                                assert_eq!(n, Value::Int(r.to_string().into()), "{path:?}");
+                            }
+                            if rep % 3 == 0 {
+                                held = Some((rep, v));
                             }
                         }
                         distinct += 1;

@@ -80,9 +80,12 @@ impl World<'_> {
         self.advance_script(a);
         let ag = &mut self.agents[a];
         ag.since_tool = Some(0);
-        let tools = std::mem::take(&mut ag.round_tools);
         let before = ag.gov.budget().used();
-        let go_on = ag.gov.tool_round(tools.iter().copied(), halt.is_some());
+        let go_on = ag
+            .gov
+            .tool_round(ag.round_tools.iter().copied(), halt.is_some());
+        // Kept for the next round (cleared when it is planned).
+        ag.round_tools.clear();
         if ag.gov.budget().used() < before {
             self.coverage
                 .hit(Mark::Refund(RefundSite::ExecuteCodeRound));
