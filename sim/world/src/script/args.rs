@@ -23,15 +23,22 @@ pub struct CachedArgs {
     with_n: Option<(Vec<u8>, usize)>,
     /// Where each repetition's text is put together.
     scratch: Vec<u8>,
-    /// A distinct spec's last arguments: once no call holds them any more, the next
-    /// repetition only changes their `n`.
-    last: Option<Rc<Value>>,
+    /// A distinct spec's arguments made so far (agents running one script share its
+    /// specs): one that no call in flight holds any more is reused, only its `n` changed.
+    made: Vec<Rc<Value>>,
 }
 
 /// A scenario's TOML arguments as the JSON value a model would send.
 fn toml_args(args: &toml::Table) -> Value {
     let v = serde_json::to_value(args).unwrap_or(serde_json::Value::Null);
     json::parse(v.to_string().as_bytes()).unwrap_or(Value::Object(vec![]))
+}
+
+/// Arguments kept per distinct spec, at most (one per agent running it at once).
+const MAX_MADE: usize = 64;
+
+fn int(n: u32) -> Value {
+    Value::Int(n.to_string().into())
 }
 
 /// `base` with `n` set to `rep` (last, whatever place it had), when `base` is an object.
@@ -41,7 +48,7 @@ fn with_rep(base: &Value, rep: u32) -> Value {
     };
     let mut pairs = Vec::with_capacity(base.len() + 1);
     pairs.extend(base.iter().filter(|(k, _)| k.as_slice() != b"n").cloned());
-    pairs.push((b"n".to_vec(), Value::Int(rep.to_string().into())));
+    pairs.push((b"n".to_vec(), int(rep)));
     Value::Object(pairs)
 }
 
@@ -73,7 +80,7 @@ impl CachedArgs {
             with_n: if c.distinct { text_with_n(&args) } else { None },
             args: Rc::new(args),
             scratch: Vec::new(),
-            last: None,
+            made: Vec::new(),
         }
     }
 
@@ -110,13 +117,25 @@ pub fn call_args(cache: &mut ArgsCache, c: &CallSpec, rep: u32) -> (Rc<Value>, S
     if !c.distinct || !cached.args.is_object() {
         return (cached.args.clone(), cached.signature.clone());
     }
-    match cached.last.as_mut().and_then(Rc::get_mut) {
-        Some(Value::Object(pairs)) if pairs.last().is_some_and(|(k, _)| k == b"n") => {
-            pairs.last_mut().expect("n").1 = Value::Int(rep.to_string().into());
+    let free = cached.made.iter().position(|v| Rc::strong_count(v) == 1);
+    let v = match free {
+        Some(i) => {
+            let v = Rc::get_mut(&mut cached.made[i]).expect("held by no call");
+            match v {
+                // `with_rep` put `n` last.
+                Value::Object(pairs) => pairs.last_mut().expect("n").1 = int(rep),
+                _ => *v = with_rep(&cached.args, rep),
+            }
+            cached.made[i].clone()
         }
-        _ => cached.last = Some(Rc::new(with_rep(&cached.args, rep))),
-    }
-    let v = cached.last.clone().expect("made above");
+        None => {
+            let v = Rc::new(with_rep(&cached.args, rep));
+            if cached.made.len() < MAX_MADE {
+                cached.made.push(v.clone());
+            }
+            v
+        }
+    };
     let signature = match cached.hash_with(rep) {
         Some(args_hash) => Signature {
             tool: cached.signature.tool.clone(),
@@ -162,22 +181,25 @@ mod tests {
                             }
                             _ => None,
                         };
-                        // Every third call stays in flight over the next ones: its
-                        // arguments must keep their own n.
-                        let mut held: Option<(u32, Rc<Value>)> = None;
+                        // Calls stay in flight over the next ones (up to twelve at once, as
+                        // children running one script do): each keeps its own n.
+                        let mut held: Vec<(u32, Rc<Value>)> = Vec::new();
                         for rep in (0..300).chain([999, 1000, 65_535, u32::MAX]) {
                             let (v, sig) = call_args(&mut cache, c, rep);
                             assert_eq!(sig, Signature::new(c.tool.get_ref(), &v), "{path:?}");
                             if let Some(n) = n_of(&v) {
                                 assert_eq!(n, Value::Int(rep.to_string().into()));
                             }
-                            if let Some((r, h)) = &held
-                                && let Some(n) = n_of(h)
-                            {
-                                assert_eq!(n, Value::Int(r.to_string().into()), "{path:?}");
+                            for (r, h) in &held {
+                                if let Some(n) = n_of(h) {
+                                    assert_eq!(n, Value::Int(r.to_string().into()), "{path:?}");
+                                }
                             }
-                            if rep % 3 == 0 {
-                                held = Some((rep, v));
+                            if rep % 3 != 0 {
+                                held.push((rep, v));
+                            }
+                            if held.len() > 12 || rep % 17 == 0 {
+                                held.drain(..held.len() / 2);
                             }
                         }
                         distinct += 1;
