@@ -630,6 +630,11 @@ impl<'s> ScriptedAgent<'s> {
         run
     }
 
+    /// Takes back a tool result the run is done with (its buffer holds the next one).
+    pub fn recycle_result(&mut self, result: String) {
+        self.tools.recycle(result);
+    }
+
     /// The runtime's hint to change strategy joins the last result.
     pub fn strategy_hint(&mut self) {
         self.context += STRATEGY_HINT_TOKENS;

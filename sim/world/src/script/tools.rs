@@ -49,6 +49,8 @@ pub(super) struct Tools {
     counter: u64,
     /// Hang probabilities over the tools' own (seeded sites).
     hangs: Vec<(String, f64)>,
+    /// A result the run is done with, whose buffer the next result is written into.
+    spare: String,
 }
 
 impl Tools {
@@ -59,7 +61,13 @@ impl Tools {
             approval: None,
             counter: 0,
             hangs: Vec::new(),
+            spare: String::new(),
         }
+    }
+
+    /// Takes back a result the run is done with: the next one is written into its buffer.
+    pub(super) fn recycle(&mut self, result: String) {
+        self.spare = result;
     }
 
     pub(super) fn set_hangs(&mut self, hangs: &[(String, f64)]) {
@@ -143,25 +151,34 @@ impl Tools {
             dur += a.latency;
         }
         self.counter += 1;
-        let result = if let Some(r) = &c.result {
-            r.clone()
-        } else if timed_out && tool == "terminal" {
+        let mut result = std::mem::take(&mut self.spare);
+        result.clear();
+        if let Some(r) = &c.result {
+            result.push_str(r);
+        } else if timed_out {
+            use std::fmt::Write as _;
             // Hermes's terminal reports a timeout as `timeout` does, by exit code 124: what
             // makes it a failure to its guardrails (`classify_tool_failure`).
-            format!(
-                "{{\"output\": \"\", \"exit_code\": 124, \"error\": \"timed out after {:.0} s\"}}",
-                dur.as_secs_f64()
-            )
-        } else if timed_out {
-            format!(
-                "{{\"error\": \"timed out after {:.0} s\"}}",
-                dur.as_secs_f64()
-            )
+            let head = if tool == "terminal" {
+                "{\"output\": \"\", \"exit_code\": 124, "
+            } else {
+                "{"
+            };
+            let secs = dur.as_secs_f64();
+            let _ = write!(result, "{head}\"error\": \"timed out after {secs:.0} s\"}}");
         } else if failed {
-            spec.fail_result.clone()
+            result.push_str(&spec.fail_result);
         } else {
-            render_result(&spec.result, agent, self.counter, rep, now_s, dur)
-        };
+            render_into(
+                &mut result,
+                &spec.result,
+                agent,
+                self.counter,
+                rep,
+                now_s,
+                dur,
+            );
+        }
         ToolRun {
             dur,
             failed: failed || timed_out,
@@ -186,6 +203,20 @@ pub fn render_result(
     dur: Duration,
 ) -> String {
     let mut out = String::with_capacity(template.len() + 16);
+    render_into(&mut out, template, agent, counter, rep, now_s, dur);
+    out
+}
+
+/// [`render_result`] appended to `out`.
+fn render_into(
+    out: &mut String,
+    template: &str,
+    agent: &str,
+    counter: u64,
+    rep: u32,
+    now_s: f64,
+    dur: Duration,
+) {
     let mut rest = template;
     while let Some(open) = rest.bytes().position(|b| b == b'{') {
         out.push_str(&rest[..open]);
@@ -194,9 +225,9 @@ pub fn render_result(
             .into_iter()
             .find(|f| tail.starts_with(f));
         match field {
-            Some("{elapsed_s}") => push_fixed3(&mut out, dur.as_secs_f64()),
-            Some("{counter}") => push_u64(&mut out, counter),
-            Some("{timestamp}") => push_fixed3(&mut out, now_s),
+            Some("{elapsed_s}") => push_fixed3(out, dur.as_secs_f64()),
+            Some("{counter}") => push_u64(out, counter),
+            Some("{timestamp}") => push_fixed3(out, now_s),
             Some("{id}") => {
                 let mut key = String::with_capacity(agent.len() + 21);
                 key.push_str(agent);
@@ -205,7 +236,7 @@ pub fn render_result(
                 let hex = Hash::of(key.as_bytes()).hex_bytes();
                 out.push_str(std::str::from_utf8(&hex[..16]).expect("hex digits"));
             }
-            Some(_) => push_u64(&mut out, u64::from(rep)),
+            Some(_) => push_u64(out, u64::from(rep)),
             None => {
                 out.push('{');
                 rest = &tail[1..];
@@ -215,7 +246,6 @@ pub fn render_result(
         rest = &tail[field.map_or(1, str::len)..];
     }
     out.push_str(rest);
-    out
 }
 
 /// `n` in decimal, as `{}` prints it.

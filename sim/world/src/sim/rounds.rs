@@ -329,6 +329,7 @@ impl World<'_> {
             let key = observation_key(p.tool, &p.result, p.failed);
             self.log_event(a, LogEvent::Observation(key));
         }
+        self.agents[a].script.recycle_result(p.result);
         self.agents[a].call_index += 1;
         self.next_call(a);
     }
