@@ -89,22 +89,10 @@ impl CachedArgs {
         let (text, at) = self.with_n.as_ref()?;
         self.scratch.clear();
         self.scratch.extend_from_slice(&text[..*at]);
-        self.scratch.extend_from_slice(decimal(&mut [0; 10], rep));
+        self.scratch
+            .extend_from_slice(itoa::Buffer::new().format(rep).as_bytes());
         self.scratch.extend_from_slice(&text[at + 1..]);
         Some(Hash::of(&self.scratch))
-    }
-}
-
-/// `n` in decimal, written at the end of `buf`.
-fn decimal(buf: &mut [u8; 10], mut n: u32) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
     }
 }
 
@@ -171,39 +159,37 @@ mod tests {
                     let cycled = s.cycle.iter().flat_map(|c| &c.calls);
                     s.calls.iter().chain(chosen).chain(cycled)
                 });
-                {
-                    for c in calls.filter(|c| c.distinct) {
-                        let mut cache = ArgsCache::default();
-                        let n_of = |v: &Value| match v {
-                            Value::Object(pairs) => {
-                                let n = pairs.iter().find(|(k, _)| k == b"n").expect("n");
-                                Some(n.1.clone())
-                            }
-                            _ => None,
-                        };
-                        // Calls stay in flight over the next ones (up to twelve at once, as
-                        // children running one script do): each keeps its own n.
-                        let mut held: Vec<(u32, Rc<Value>)> = Vec::new();
-                        for rep in (0..300).chain([999, 1000, 65_535, u32::MAX]) {
-                            let (v, sig) = call_args(&mut cache, c, rep);
-                            assert_eq!(sig, Signature::new(c.tool.get_ref(), &v), "{path:?}");
-                            if let Some(n) = n_of(&v) {
-                                assert_eq!(n, Value::Int(rep.to_string().into()));
-                            }
-                            for (r, h) in &held {
-                                if let Some(n) = n_of(h) {
-                                    assert_eq!(n, Value::Int(r.to_string().into()), "{path:?}");
-                                }
-                            }
-                            if rep % 3 != 0 {
-                                held.push((rep, v));
-                            }
-                            if held.len() > 12 || rep % 17 == 0 {
-                                held.drain(..held.len() / 2);
+                for c in calls.filter(|c| c.distinct) {
+                    let mut cache = ArgsCache::default();
+                    let n_of = |v: &Value| match v {
+                        Value::Object(pairs) => {
+                            let n = pairs.iter().find(|(k, _)| k == b"n").expect("n");
+                            Some(n.1.clone())
+                        }
+                        _ => None,
+                    };
+                    // Calls stay in flight over the next ones (up to twelve at once, as
+                    // children running one script do): each keeps its own n.
+                    let mut held: Vec<(u32, Rc<Value>)> = Vec::new();
+                    for rep in (0..300).chain([999, 1000, 65_535, u32::MAX]) {
+                        let (v, sig) = call_args(&mut cache, c, rep);
+                        assert_eq!(sig, Signature::new(c.tool.get_ref(), &v), "{path:?}");
+                        if let Some(n) = n_of(&v) {
+                            assert_eq!(n, Value::Int(rep.to_string().into()));
+                        }
+                        for (r, h) in &held {
+                            if let Some(n) = n_of(h) {
+                                assert_eq!(n, Value::Int(r.to_string().into()), "{path:?}");
                             }
                         }
-                        distinct += 1;
+                        if rep % 3 != 0 {
+                            held.push((rep, v));
+                        }
+                        if held.len() > 12 || rep % 17 == 0 {
+                            held.drain(..held.len() / 2);
+                        }
                     }
+                    distinct += 1;
                 }
             }
         }
