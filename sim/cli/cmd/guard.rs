@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use loopsim_engine::config::EngineConfig;
-use loopsim_engine::guard::GuardSession;
+use loopsim_engine::guard::{GuardSession, Line};
 use loopsim_engine::profile::ProfileName;
 
 use crate::inputs;
@@ -40,11 +40,16 @@ fn io(e: std::io::Error) -> anyhow::Error {
 
 /// Lines read in large chunks and handed out in place: no copy per line, and at most
 /// [`MAX_LINE`] bytes (plus a chunk) held, so a stream without newlines cannot fill memory.
+/// Each chunk's whole lines are checked to be UTF-8 at once and handed out as text; where
+/// that check fails, or for a last line without its newline, lines go out as bytes and the
+/// session checks each (and names the bad one).
 struct Lines<R> {
     input: R,
     data: Vec<u8>,
     start: usize,
     end: usize,
+    /// `data[..checked]` ends with a newline and is UTF-8 from `start` on.
+    checked: usize,
     eof: bool,
 }
 
@@ -57,6 +62,7 @@ impl<R: Read> Lines<R> {
             data: vec![0; Self::CHUNK],
             start: 0,
             end: 0,
+            checked: 0,
             eof: false,
         }
     }
@@ -64,13 +70,20 @@ impl<R: Read> Lines<R> {
     /// The next line without its newline; `Ok(None)` at the end; an error for a line longer
     /// than [`MAX_LINE`] (`n` is its number). `idle` runs before every read that may wait:
     /// a client that sends one request and waits for its answer gets it then.
-    fn next(&mut self, n: usize, idle: &mut dyn FnMut() -> Result<()>) -> Result<Option<&[u8]>> {
+    fn next(&mut self, n: usize, idle: &mut dyn FnMut() -> Result<()>) -> Result<Option<Line<'_>>> {
         loop {
             let pending = &self.data[self.start..self.end];
             if let Some(at) = memchr::memchr(b'\n', pending) {
                 let line = self.start..self.start + at;
                 self.start += at + 1;
-                return Ok(Some(&self.data[line]));
+                return Ok(Some(if self.start <= self.checked {
+                    // SAFETY: `data[line.start..checked]` was found to be UTF-8 in one piece
+                    // (`check_whole_lines`), and a line ends before a newline, which no
+                    // multi-byte sequence contains: the line is UTF-8 too.
+                    Line::Text(unsafe { std::str::from_utf8_unchecked(&self.data[line]) })
+                } else {
+                    Line::Bytes(&self.data[line])
+                }));
             }
             if pending.len() > MAX_LINE {
                 bail!("stdin: line {n}: longer than {} MiB", MAX_LINE >> 20);
@@ -81,11 +94,13 @@ impl<R: Read> Lines<R> {
                 }
                 let line = self.start..self.end;
                 self.start = self.end;
-                return Ok(Some(&self.data[line]));
+                return Ok(Some(Line::Bytes(&self.data[line])));
             }
+            // No whole line is left: whatever was checked has been handed out.
             self.data.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
+            self.checked = 0;
             if self.data.len() - self.end < Self::CHUNK / 2 {
                 let len = (self.data.len() * 2).min(MAX_LINE + Self::CHUNK + 1);
                 self.data.resize(len.max(self.end + Self::CHUNK / 2), 0);
@@ -99,6 +114,18 @@ impl<R: Read> Lines<R> {
             };
             self.end += read;
             self.eof = read == 0;
+            self.check_whole_lines();
+        }
+    }
+
+    /// Checks the whole lines not yet checked in one pass.
+    fn check_whole_lines(&mut self) {
+        let from = self.checked.max(self.start);
+        if let Some(last) = memchr::memrchr(b'\n', &self.data[from..self.end]) {
+            let to = from + last + 1;
+            if std::str::from_utf8(&self.data[from..to]).is_ok() {
+                self.checked = to;
+            }
         }
     }
 }
@@ -129,7 +156,7 @@ pub fn run(profile: ProfileName, config: Option<&Path>, platform: Option<&str>) 
                 return Err(e);
             }
         };
-        let handled = session.handle_line(line, &mut buf);
+        let handled = session.handle(line, &mut buf);
         if let Err(e) = handled {
             drain(&mut out, &mut buf)?;
             return Err(anyhow::Error::new(e).context("stdin"));

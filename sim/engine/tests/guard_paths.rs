@@ -148,6 +148,23 @@ fn answers(mut s: GuardSession, lines: &[Vec<u8>]) -> Vec<Result<Vec<u8>, String
         .collect()
 }
 
+/// The same, with every line that is UTF-8 handed over as checked text (as `loopsim guard`
+/// does a chunk at a time).
+fn answers_as_text(mut s: GuardSession, lines: &[Vec<u8>]) -> Vec<Result<Vec<u8>, String>> {
+    lines
+        .iter()
+        .map(|l| {
+            let mut out = Vec::new();
+            match std::str::from_utf8(l) {
+                Ok(text) => s.handle_text(text, &mut out),
+                Err(_) => s.handle_line(l, &mut out),
+            }
+            .map(|()| out)
+            .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 #[test]
 fn fast_path_answers_as_the_tree_path() {
     for (profile, platform) in [
@@ -164,6 +181,11 @@ fn fast_path_answers_as_the_tree_path() {
             .collect();
         let fast = answers(GuardSession::new(&cfg), &lines);
         let tree = answers(GuardSession::new(&cfg).tree_only(), &lines);
+        let text = answers_as_text(GuardSession::new(&cfg), &lines);
+        assert!(
+            text == fast,
+            "{profile:?}: checked text answered differently"
+        );
         let (mut ok, mut errors, mut warned) = (0, 0, 0);
         for ((line, f), t) in lines.iter().zip(&fast).zip(&tree) {
             assert_eq!(f, t, "{profile:?}: {}", String::from_utf8_lossy(line));

@@ -23,6 +23,24 @@ pub struct RequestError {
     pub message: String,
 }
 
+/// A request line as its reader has it: text already known to be UTF-8 (a reader that checks
+/// its input a block of lines at a time, which is cheaper than line by line), or bytes the
+/// session checks itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    Text(&'a str),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> Line<'a> {
+    pub fn as_bytes(self) -> &'a [u8] {
+        match self {
+            Line::Text(t) => t.as_bytes(),
+            Line::Bytes(b) => b,
+        }
+    }
+}
+
 /// One controller answering a stream of requests.
 #[derive(Debug, Clone)]
 pub struct GuardSession {
@@ -96,8 +114,19 @@ impl GuardSession {
     /// Handles one line, appending the answer (with its newline) to `out`. Blank lines (ASCII
     /// whitespace only, as Python's `bytes.strip` sees it) are skipped and answer nothing.
     pub fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) -> Result<(), RequestError> {
+        self.handle(Line::Bytes(line), out)
+    }
+
+    /// [`GuardSession::handle_line`] on a line its reader has checked to be UTF-8.
+    pub fn handle_text(&mut self, line: &str, out: &mut Vec<u8>) -> Result<(), RequestError> {
+        self.handle(Line::Text(line), out)
+    }
+
+    /// Handles a line as [`GuardSession::handle_line`] does, bytes or checked text.
+    pub fn handle(&mut self, line: Line<'_>, out: &mut Vec<u8>) -> Result<(), RequestError> {
         self.line += 1;
         if line
+            .as_bytes()
             .iter()
             .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c'))
         {
@@ -122,6 +151,7 @@ impl GuardSession {
         }
         // Strict: NaN and Infinity are not JSON, and the line must be UTF-8. (Result text is
         // parsed later the lenient way, as Hermes's json.loads reads it.)
+        let line = line.as_bytes();
         let req = json::parse_strict(line).map_err(|e| self.err(format!("not JSON: {e}")))?;
         if !req.is_object() {
             return Err(self.err("a request must be a JSON object"));

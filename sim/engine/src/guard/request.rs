@@ -3,6 +3,7 @@
 //! Anything else (another op, a field of the wrong type, a line that is not JSON) is left to
 //! the tree path, which answers it or names the error exactly as before.
 
+use super::Line;
 use super::recent::{ArgsAt, Found, RecentArgs, RecentResults};
 use crate::hash::{EMPTY_ARGS_HASH, Hash};
 use crate::json::{Canonicalizer, Kind, Members};
@@ -65,7 +66,7 @@ struct Seen {
 
 impl RequestReader {
     /// The line as a call, or `None` when the tree path must decide.
-    pub(super) fn read(&mut self, line: &[u8]) -> Option<Call<'_>> {
+    pub(super) fn read(&mut self, line: Line<'_>) -> Option<Call<'_>> {
         if let Some(at) = self.large_args.take() {
             self.args.release_large(at);
         }
@@ -74,9 +75,11 @@ impl RequestReader {
             id_ok: true,
             ..Seen::default()
         };
-        let mut m = match self.usual_opening(line, &mut seen) {
-            Some(at) => Members::resume(line, at)?,
-            None => Members::new(line)?,
+        let mut m = match (self.usual_opening(line.as_bytes(), &mut seen), line) {
+            (Some(at), Line::Text(text)) => Members::resume_text(text, at)?,
+            (Some(at), Line::Bytes(bytes)) => Members::resume(bytes, at)?,
+            (None, Line::Text(text)) => Members::new_text(text)?,
+            (None, Line::Bytes(bytes)) => Members::new(bytes)?,
         };
         // The key buffer is lent out while the members fill the other buffers.
         let mut key = std::mem::take(&mut self.key);

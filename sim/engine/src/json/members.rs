@@ -25,12 +25,21 @@ impl<'a> Members<'a> {
     /// Starts on `text`; `None` when it does not start (after whitespace) with an object, or
     /// is not UTF-8 (strict JSON never is: the tree parser names the byte).
     pub fn new(text: &'a [u8]) -> Option<Members<'a>> {
-        let mut p = Parser::<true>::new(text);
         // One check of the whole line is much cheaper than one per string run.
-        p.utf8 = super::is_utf8(text);
-        if !p.utf8 {
+        Self::open(text, super::is_utf8(text))
+    }
+
+    /// [`Members::new`] on text known to be UTF-8.
+    pub fn new_text(text: &'a str) -> Option<Members<'a>> {
+        Self::open(text.as_bytes(), true)
+    }
+
+    fn open(text: &'a [u8], utf8: bool) -> Option<Members<'a>> {
+        if !utf8 {
             return None;
         }
+        let mut p = Parser::<true>::new(text);
+        p.utf8 = true;
         p.skip_ws();
         if p.s.get(p.i) != Some(&b'{') {
             return None;
@@ -49,11 +58,20 @@ impl<'a> Members<'a> {
     /// Resumes on `text` just after a member's value at `at`, where the caller has read the
     /// object's opening and first members itself. `None` when the text is not UTF-8.
     pub fn resume(text: &'a [u8], at: usize) -> Option<Members<'a>> {
-        let mut p = Parser::<true>::new(text);
-        p.utf8 = super::is_utf8(text);
-        if !p.utf8 || at > text.len() {
+        Self::resume_at(text, at, super::is_utf8(text))
+    }
+
+    /// [`Members::resume`] on text known to be UTF-8.
+    pub fn resume_text(text: &'a str, at: usize) -> Option<Members<'a>> {
+        Self::resume_at(text.as_bytes(), at, true)
+    }
+
+    fn resume_at(text: &'a [u8], at: usize, utf8: bool) -> Option<Members<'a>> {
+        if !utf8 || at > text.len() {
             return None;
         }
+        let mut p = Parser::<true>::new(text);
+        p.utf8 = true;
         p.i = at;
         Some(Members {
             p,
