@@ -175,3 +175,32 @@ fn a_last_line_without_a_newline_is_answered() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("UTF-8"));
 }
+
+#[test]
+fn a_closed_stdout_ends_the_guard_quietly() {
+    use std::io::{Read, Write};
+    let input = stream();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
+        .args(["guard", "--profile", "hermes-0.19.0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The guard may stop reading once its answers have nowhere to go: the write may fail.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    // Read some answers (as `head` does), then close the pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 4096];
+    out.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"{\"action\":\"allow\""));
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
