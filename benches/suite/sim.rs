@@ -118,3 +118,46 @@ pub fn bridge_cost(python: &std::path::Path, runs: usize) -> Result<(f64, f64), 
     let decisions = (calls * 2).max(1) as f64;
     Ok((builtin / decisions, bridge / decisions))
 }
+
+/// Per-round times (ns per run) of the incident run and of its engine calls replayed.
+pub struct Rounds {
+    pub run_ns: Vec<f64>,
+    pub engine_ns: Vec<f64>,
+}
+
+/// The incident run and the engine alone on its calls, back to back in each of `n` rounds
+/// (the first of the two alternating; each the best of two batches of [`BATCH`]), so each
+/// round's ratio sees one speed of this drifting machine.
+pub fn interleaved(n: usize) -> Rounds {
+    const BATCH: u32 = 25;
+    let sc = incident();
+    let calls = incident_guard_calls(&sc);
+    let time = |f: &dyn Fn()| {
+        (0..2)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                for _ in 0..BATCH {
+                    f();
+                }
+                t.elapsed().as_nanos() as f64 / f64::from(BATCH)
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let run_once = || {
+        black_box(run(&sc, &RunOptions::default(), TraceWriter::off()).expect("runs"));
+    };
+    let engine_once = || {
+        black_box(replay(black_box(&calls)));
+    };
+    let (mut run_ns, mut engine_ns) = (vec![], vec![]);
+    for round in 0..n.max(1) {
+        if round % 2 == 0 {
+            run_ns.push(time(&run_once));
+            engine_ns.push(time(&engine_once));
+        } else {
+            engine_ns.push(time(&engine_once));
+            run_ns.push(time(&run_once));
+        }
+    }
+    Rounds { run_ns, engine_ns }
+}

@@ -17,7 +17,7 @@ use loopsim_engine::guardrails::{CallFacts, Controller, GuardrailRules};
 use loopsim_engine::json::{self, Value};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Ctx, per_iter_ns, timed};
+use crate::support::{Ctx, Ratios, median, per_iter_ns, timed};
 
 /// Calls per pass, per stream.
 pub const CALLS: usize = 10_000;
@@ -184,14 +184,18 @@ fn pass_sha256(items: &[Item]) {
     }
 }
 
-/// One stream's calls, warm and cold, with its bench names.
+/// One stream's calls, warm and cold, with its bench names and its rounds once measured.
 struct Loaded1 {
     name: &'static str,
     names: [&'static str; 4],
     calls: usize,
     warm: Vec<Item>,
     cold: Vec<Item>,
+    rounds: Option<Rounds>,
 }
+
+/// ns per call of each round, in the order `[after warm, sha warm, after cold, sha cold]`.
+struct Rounds([Vec<f64>; 4]);
 
 /// The streams' calls (streams that cannot be had are left out).
 pub struct Loaded(Vec<Loaded1>);
@@ -218,6 +222,7 @@ pub fn load_all(ctx: &Ctx, seq: &crate::seq::Sequence) -> Loaded {
                     calls: warm.iter().filter(|i| matches!(i, Item::Call(_))).count(),
                     warm,
                     cold,
+                    rounds: None,
                 });
             }
             Err(e) => println!("engine streams: {name}: skipped: {e}"),
@@ -235,6 +240,7 @@ pub fn benches(c: &mut Criterion, loaded: &Loaded) {
         calls,
         warm,
         cold,
+        ..
     } in &loaded.0
     {
         g.throughput(Throughput::Elements(*calls as u64));
@@ -262,13 +268,70 @@ impl Loaded {
     }
 }
 
-/// One row per stream measured: ns per call warm and cold, and the ratios to SHA-256.
+impl Loaded {
+    /// Measures each stream in `n` rounds: in a round, `after_call` and SHA-256 run back to back
+    /// on the warm calls, then on the cold ones (best of two passes each, the first of the
+    /// four rotating), so each round's ratios see one speed of this drifting machine. Only
+    /// for streams whose criterion benches ran (a filter may have skipped them).
+    pub fn measure_rounds(&mut self, n: usize) {
+        let time = |f: &dyn Fn()| {
+            (0..2)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    f();
+                    t.elapsed().as_nanos() as f64
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        for l in &mut self.0 {
+            if per_iter_ns(l.names[0]).is_none() {
+                continue;
+            }
+            let calls = l.calls as f64;
+            let mut r: [Vec<f64>; 4] = Default::default();
+            for round in 0..n.max(1) {
+                for k in 0..4 {
+                    let which = (round + k) % 4;
+                    let items = if which < 2 { &l.warm } else { &l.cold };
+                    let ns = if which % 2 == 0 {
+                        time(&|| pass_after_call(items))
+                    } else {
+                        time(&|| pass_sha256(items))
+                    };
+                    r[which].push(ns / calls);
+                }
+            }
+            l.rounds = Some(Rounds(r));
+        }
+    }
+}
+
+/// One row per stream measured: ns per call warm and cold (medians over the rounds), and the
+/// ratios to SHA-256 (the median of each round's, with their range); without rounds,
+/// criterion's medians.
 pub fn rows(loaded: &Loaded) -> Vec<String> {
     let mut rows = Vec::new();
     for Loaded1 {
-        name, names, calls, ..
+        name,
+        names,
+        calls,
+        rounds,
+        ..
     } in &loaded.0
     {
+        if let Some(Rounds([aw, sw, ac, sc])) = rounds {
+            rows.push(format!(
+                "| `after_call` + stall guards per call (NEWEST, hard stops) vs raw SHA-256 of the same args and result bytes, stream `{name}`, warm / cold; {} rounds | {:.0} / {:.0} ns | {:.0} / {:.0} ns | warm {:.2} / cold {:.2} | <= 1.5x |",
+                aw.len(),
+                median(aw),
+                median(ac),
+                median(sw),
+                median(sc),
+                Ratios::of(aw, sw),
+                Ratios::of(ac, sc),
+            ));
+            continue;
+        }
         let calls = *calls as f64;
         let per = |n: &str| per_iter_ns(n).map(|(median, _)| median / calls);
         let (Some(aw), Some(sw), Some(ac), Some(sc)) =
