@@ -243,7 +243,7 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence, stream_calls: &stream_calls::Loaded) 
                 .count();
             let r = sim::interleaved(rounds(ctx, "LOOPSIM_BENCH_SIM_ROUNDS", 15));
             let (run, engine_only) = (support::median(&r.run_ns), support::median(&r.engine_ns));
-            // The measure: a simulated event's cost against one decision's; beside
+            // The target's measure: a simulated event's cost against one decision's; beside
             // it the stricter whole run against all its decisions.
             let per_event: Vec<f64> = r.run_ns.iter().map(|t| t / events as f64).collect();
             let per_call: Vec<f64> = r.engine_ns.iter().map(|t| t / answered as f64).collect();

@@ -10,7 +10,7 @@ use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{RunOptions, run};
 use loopsim_world::trace::TraceWriter;
 
-use crate::support::{root, timed};
+use crate::support::{best_ns, root, timed};
 
 pub const INCIDENT: &str = "sim/incident_run";
 pub const INCIDENT_TRACED: &str = "sim/incident_run_hashed_trace";
@@ -133,15 +133,11 @@ pub fn interleaved(n: usize) -> Rounds {
     let sc = incident();
     let calls = incident_guard_calls(&sc);
     let time = |f: &dyn Fn()| {
-        (0..2)
-            .map(|_| {
-                let t = std::time::Instant::now();
-                for _ in 0..BATCH {
-                    f();
-                }
-                t.elapsed().as_nanos() as f64 / f64::from(BATCH)
-            })
-            .fold(f64::INFINITY, f64::min)
+        best_ns(2, &|| {
+            for _ in 0..BATCH {
+                f();
+            }
+        }) / f64::from(BATCH)
     };
     let run_once = || {
         black_box(run(&sc, &RunOptions::default(), TraceWriter::off()).expect("runs"));

@@ -17,7 +17,7 @@ use loopsim_engine::guardrails::{CallFacts, Controller, GuardrailRules};
 use loopsim_engine::json::{self, Value};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Ctx, Ratios, median, per_iter_ns, timed};
+use crate::support::{Ctx, Ratios, best_ns, median, per_iter_ns, timed};
 
 /// Calls per pass, per stream.
 pub const CALLS: usize = 10_000;
@@ -266,23 +266,12 @@ impl Loaded {
             l.cold = Vec::new();
         }
     }
-}
 
-impl Loaded {
     /// Measures each stream in `n` rounds: in a round, `after_call` and SHA-256 run back to back
     /// on the warm calls, then on the cold ones (best of two passes each, the first of the
     /// four rotating), so each round's ratios see one speed of this drifting machine. Only
     /// for streams whose criterion benches ran (a filter may have skipped them).
     pub fn measure_rounds(&mut self, n: usize) {
-        let time = |f: &dyn Fn()| {
-            (0..2)
-                .map(|_| {
-                    let t = std::time::Instant::now();
-                    f();
-                    t.elapsed().as_nanos() as f64
-                })
-                .fold(f64::INFINITY, f64::min)
-        };
         for l in &mut self.0 {
             if per_iter_ns(l.names[0]).is_none() {
                 continue;
@@ -294,9 +283,9 @@ impl Loaded {
                     let which = (round + k) % 4;
                     let items = if which < 2 { &l.warm } else { &l.cold };
                     let ns = if which % 2 == 0 {
-                        time(&|| pass_after_call(items))
+                        best_ns(2, &|| pass_after_call(items))
                     } else {
-                        time(&|| pass_sha256(items))
+                        best_ns(2, &|| pass_sha256(items))
                     };
                     r[which].push(ns / calls);
                 }

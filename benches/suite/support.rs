@@ -76,6 +76,18 @@ pub fn record(name: &'static str, iters: u64, d: Duration) {
     SAMPLES.lock().unwrap().push((name, iters, d));
 }
 
+/// The shortest of `passes` runs of `f`, in ns: a round's figure, the first pass of which
+/// may meet caches the other side of the round left cold.
+pub fn best_ns(passes: usize, f: &dyn Fn()) -> f64 {
+    (0..passes.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_nanos() as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// Per-round ratios `a[i] / b[i]`, sorted: printed as their median and range.
 pub struct Ratios(pub Vec<f64>);
 
