@@ -79,11 +79,26 @@ fn main() {
 
 /// Rounds of an interleaved measurement: `$var`, else `default` (3 with `--quick`).
 fn rounds(ctx: &Ctx, var: &str, default: usize) -> usize {
-    std::env::var(var)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(if ctx.quick { 3 } else { default })
+    count_from_env(var, if ctx.quick { 3 } else { default })
+}
+
+/// A positive count from `$var`, else `default`; a value that is not one stops the bench
+/// (exit 2) instead of being ignored.
+fn count_from_env(var: &str, default: usize) -> usize {
+    match std::env::var(var) {
+        Err(std::env::VarError::NotPresent) => default,
+        Ok(s) => match s.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                eprintln!("loopsim bench: {var}={s:?}: expected a positive whole number");
+                std::process::exit(2);
+            }
+        },
+        Err(e) => {
+            eprintln!("loopsim bench: {var}: {e}");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// Hermes's controller in-process on the same calls: (ns per call, its decision tally).
@@ -181,10 +196,7 @@ fn summary(ctx: &Ctx, seq: &seq::Sequence, stream_calls: &stream_calls::Loaded) 
     }
 
     if let Some((median, best)) = per_iter_ns(process::LOOPSIM) {
-        let runs = std::env::var("LOOPSIM_BENCH_PY_RUNS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(if ctx.quick { 1 } else { 3 });
+        let runs = count_from_env("LOOPSIM_BENCH_PY_RUNS", if ctx.quick { 1 } else { 3 });
         match process::python_process(ctx, runs) {
             Ok((py, same)) => {
                 let py = py.as_nanos() as f64;
