@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{
-    TempDir, hermes_live_python_or_skip, langgraph_python_or_skip, loopsim_in,
+    TempDir, hermes_live_python_or_skip, langgraph_python_or_skip, loopsim_in, loopsim_with_env,
     openai_agents_python_or_skip, openhands_python_or_skip, output_text,
     pydantic_ai_python_or_skip, root, smolagents_python_or_skip,
 };
@@ -1049,4 +1049,61 @@ echo '{"ok": true}'"#,
         text.contains("could not answer") && text.contains("no `model`"),
         "{text}"
     );
+}
+
+/// The runtime's Python never sees the caller's CA-bundle variables (with them, Hermes loads a
+/// whole bundle per model call) and gets an empty folder of trust roots of the run's own.
+#[test]
+fn a_live_runtime_gets_no_ca_bundle_and_an_empty_folder_of_trust_roots() {
+    let t = TempDir::new("live-trust-roots");
+    let bundle = t.join("bundle.pem");
+    std::fs::write(&bundle, "not read").unwrap();
+    let bundle = bundle.to_str().unwrap();
+    let probe = fake_runtime(
+        &t,
+        r#"for v in SSL_CERT_FILE REQUESTS_CA_BUNDLE CURL_CA_BUNDLE HERMES_CA_BUNDLE; do
+  eval "x=\${$v+set}"; echo "$v=${x:-unset}" >&2
+done
+echo "roots=$SSL_CERT_DIR entries=$(ls -A "$SSL_CERT_DIR" | wc -l | tr -d ' ')" >&2
+case "$SSL_CERT_DIR" in "$(pwd)"/*) echo "roots in the run's folder" >&2;; esac
+exit 1"#,
+    );
+    for runtime in ["hermes", "openhands"] {
+        let o = loopsim_with_env(
+            &root(),
+            &[
+                "live",
+                "scenarios/two-call-cycle.toml",
+                "--runtime",
+                &format!("{runtime}={}", probe.display()),
+                "--out",
+                t.join("out").to_str().unwrap(),
+            ],
+            &[
+                ("SSL_CERT_FILE", bundle),
+                ("REQUESTS_CA_BUNDLE", bundle),
+                ("CURL_CA_BUNDLE", bundle),
+                ("HERMES_CA_BUNDLE", bundle),
+            ],
+            std::time::Duration::from_secs(120),
+        );
+        let text = output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        for v in [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+            "HERMES_CA_BUNDLE",
+        ] {
+            assert!(
+                text.contains(&format!("{v}=unset")),
+                "{runtime}: {v}: {text}"
+            );
+        }
+        assert!(
+            text.contains("entries=0") && text.contains("roots in the run's folder"),
+            "{runtime}: {text}"
+        );
+        assert!(!t.join("out").exists(), "a failed run writes no report");
+    }
 }

@@ -22,8 +22,19 @@ pub fn loopsim_within(
     args: &[&str],
     limit: std::time::Duration,
 ) -> std::process::Output {
+    loopsim_with_env(dir, args, &[], limit)
+}
+
+/// [`loopsim_within`], with `env` added to the environment loopsim inherits.
+pub fn loopsim_with_env(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_loopsim"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

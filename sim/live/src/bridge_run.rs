@@ -361,6 +361,15 @@ pub fn kill_children() {
     }
 }
 
+/// The variables that name a file of trust roots to Python's HTTP clients and to Hermes
+/// (`agent/ssl_verify.py`); a live run clears them (see `run_python`).
+pub const CA_BUNDLE_VARS: [&str; 4] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "HERMES_CA_BUNDLE",
+];
+
 /// Runs the bridge with a deadline; its whole process group is killed if it overstays.
 fn run_python(
     python: &Path,
@@ -370,7 +379,19 @@ fn run_python(
     timeout: WallDuration,
 ) -> Result<Output, LiveRunError> {
     use std::os::unix::process::CommandExt;
-    let mut child = Command::new(python)
+    // An empty folder of trust roots, which OpenSSL reads lazily (per certificate looked up):
+    // the run speaks plain HTTP to 127.0.0.1 and nothing else may connect, so no root is ever
+    // needed. A CA-bundle variable of the caller's, by contrast, has Hermes and httpx load the
+    // whole bundle for every client they build, one or two per model call: about half of a
+    // long Hermes run's CPU on a machine that sets them (docs/live.md, "Trust roots").
+    let no_roots = cwd.join("no-trust-roots");
+    std::fs::create_dir_all(&no_roots).map_err(LiveRunError::Temp)?;
+    let mut command = Command::new(python);
+    for var in CA_BUNDLE_VARS {
+        command.env_remove(var);
+    }
+    let mut child = command
+        .env("SSL_CERT_DIR", &no_roots)
         .arg(script)
         .arg(spec)
         .env("PYTHONDONTWRITEBYTECODE", "1")
