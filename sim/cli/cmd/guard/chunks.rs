@@ -121,8 +121,9 @@ fn gone() -> std::io::Error {
 fn read_chunks(mut input: impl Read, tx: &SyncSender<Msg>, spares: &Receiver<Vec<u8>>) {
     let mut carry: Vec<u8> = Vec::new();
     loop {
+        // A recycled buffer keeps its old bytes: only what a read fills is ever looked at, so
+        // zeroing it again for every chunk would be wasted work.
         let mut data = spares.try_recv().unwrap_or_default();
-        data.clear();
         data.resize(CHUNK.max(carry.len() + CHUNK / 2), 0);
         data[..carry.len()].copy_from_slice(&carry);
         let mut end = carry.len();
