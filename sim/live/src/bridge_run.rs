@@ -363,7 +363,7 @@ pub fn kill_children() {
 
 /// The variables that name a file of trust roots to Python's HTTP clients and to Hermes
 /// (`agent/ssl_verify.py`); a live run clears them (see `run_python`).
-pub const CA_BUNDLE_VARS: [&str; 4] = [
+const CA_BUNDLE_VARS: [&str; 4] = [
     "SSL_CERT_FILE",
     "REQUESTS_CA_BUNDLE",
     "CURL_CA_BUNDLE",
