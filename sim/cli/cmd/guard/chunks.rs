@@ -234,6 +234,30 @@ mod tests {
     }
 
     #[test]
+    fn a_recycled_buffer_s_old_bytes_never_reach_a_line() {
+        // Old bytes full of newlines would make lines of their own if anything past what a
+        // read filled were looked at.
+        let (tx, rx) = sync_channel(16);
+        let (spare, spares) = sync_channel(2);
+        spare.send(vec![b'\n'; 4 * CHUNK]).unwrap();
+        spare.send(b"zz\n".repeat(CHUNK / 3 + 1)).unwrap();
+        read_chunks(Trickle(b"ab\ncd", 2), &tx, &spares);
+        drop(tx);
+        let mut got = Vec::new();
+        let mut ended = false;
+        for msg in rx {
+            match msg {
+                Msg::Lines(c) => got.extend(lines(&c)),
+                Msg::End => ended = true,
+                _ => panic!("the reader failed"),
+            }
+        }
+        assert_eq!(got, ["ab", "cd"]);
+        assert!(ended);
+        assert!(spares.try_recv().is_err(), "both old buffers were used");
+    }
+
+    #[test]
     fn lines_come_whole_however_the_input_is_cut() {
         let input = "{\"a\": \"é\"}\n\n{\"b\": \"日本\"}\nend 𝄞".as_bytes();
         for step in [1, 2, 3, 5, 7, 64, 1 << 20] {
