@@ -12,6 +12,9 @@ use sha2::{Digest, Sha256};
 use crate::json::{self, Canonicalizer, Kind, Value};
 use crate::tool_name::ToolName;
 
+mod result_cache;
+pub use result_cache::ResultHashCache;
+
 /// A SHA-256 digest; prints as lowercase hex like Python's `hexdigest()`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Hash(pub [u8; 32]);
@@ -163,99 +166,6 @@ impl ResultHasher {
         if self.buf.capacity() > 1 << 20 {
             self.buf = Vec::new();
         }
-        h
-    }
-}
-
-/// Remembers result hashes by their raw bytes. A looping agent sends the same bytes again and
-/// again; a hit costs a fast non-cryptographic hash and a comparison instead of a print and
-/// SHA-256. Direct-mapped: each text has one slot (by its fast hash), a miss takes the slot
-/// over and reuses its buffer, so distinct results cost a copy and no allocation. It starts
-/// small (a short run pays for a few slots) and doubles while misses keep evicting, up to
-/// [`ResultHashCache::MAX_SLOTS`]; texts longer than [`ResultHashCache::MAX_TEXT`] are not
-/// kept. Memory stays bounded. While results keep coming back new (a healthy agent's), the
-/// cache only pays for itself on repeats it never sees: after [`ResultHashCache::COLD_AFTER`]
-/// misses in a row it looks up one result in [`ResultHashCache::PROBE_EVERY`] and hashes the
-/// others straight away, until a probe hits.
-#[derive(Clone, Debug, Default)]
-pub struct ResultHashCache {
-    slots: Vec<Slot>,
-    evictions: usize,
-    misses_in_a_row: u32,
-    /// Results to hash without a lookup before the next probe.
-    skip: u32,
-    hasher: ResultHasher,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Slot {
-    /// The text's fast hash (with the hashing mode folded in); 0 marks an empty slot.
-    key: u64,
-    text: Vec<u8>,
-    hash: Hash,
-}
-
-impl ResultHashCache {
-    pub const MIN_SLOTS: usize = 8;
-    pub const MAX_SLOTS: usize = 4096;
-    /// Longer texts are hashed each time: a slot does not keep a large buffer.
-    pub const MAX_TEXT: usize = 1 << 14;
-    /// Misses in a row after which lookups become probes.
-    pub const COLD_AFTER: u32 = 64;
-    /// One result in this many is looked up while the results are new.
-    pub const PROBE_EVERY: u32 = 16;
-
-    /// The result hash of `result` for `tool`, computed once per distinct text in a slot.
-    pub fn get(&mut self, result: Option<&[u8]>, tool: &str, hashing: ResultHashing) -> Hash {
-        let text = result.unwrap_or(b"");
-        if text.len() > Self::MAX_TEXT {
-            return self.hasher.hash(result, tool, hashing);
-        }
-        if self.skip > 0 {
-            self.skip -= 1;
-            return self.hasher.hash(result, tool, hashing);
-        }
-        let strip = hashing == ResultHashing::StripExecuteCodeVolatile && tool == "execute_code";
-        let key = {
-            use std::hash::{BuildHasher, Hasher};
-            let mut h = rustc_hash::FxBuildHasher.build_hasher();
-            h.write(text);
-            h.write_u8(u8::from(strip));
-            h.finish() | 1
-        };
-        if self.slots.is_empty() {
-            self.slots.resize_with(Self::MIN_SLOTS, Slot::default);
-        }
-        let n = self.slots.len();
-        let slot = &mut self.slots[(key >> 7) as usize % n];
-        if slot.key == key && slot.text == text {
-            self.misses_in_a_row = 0;
-            return slot.hash;
-        }
-        self.misses_in_a_row = self.misses_in_a_row.saturating_add(1);
-        if self.misses_in_a_row >= Self::COLD_AFTER {
-            self.skip = Self::PROBE_EVERY - 1;
-        }
-        let h = self.hasher.hash(result, tool, hashing);
-        if slot.key != 0 {
-            self.evictions += 1;
-            if self.evictions > n && n < Self::MAX_SLOTS {
-                // Many distinct texts in play: twice the slots, the kept texts moved over.
-                let old = std::mem::take(&mut self.slots);
-                self.slots.resize_with(n * 2, Slot::default);
-                for s in old.into_iter().filter(|s| s.key != 0) {
-                    let at = (s.key >> 7) as usize % (n * 2);
-                    self.slots[at] = s;
-                }
-                self.evictions = 0;
-            }
-        }
-        let n = self.slots.len();
-        let slot = &mut self.slots[(key >> 7) as usize % n];
-        slot.key = key;
-        slot.text.clear();
-        slot.text.extend_from_slice(text);
-        slot.hash = h;
         h
     }
 }
@@ -463,65 +373,6 @@ mod tests {
                 "{text}"
             );
         }
-    }
-
-    #[test]
-    fn the_cache_agrees_with_direct_hashing() {
-        let mut cache = ResultHashCache::default();
-        let exec = br#"{"duration_seconds":1,"kernel":{"execution_count":1},"output":"x"}"#;
-        for _ in 0..2 {
-            for tool in ["execute_code", "terminal"] {
-                for hashing in [
-                    ResultHashing::Plain,
-                    ResultHashing::StripExecuteCodeVolatile,
-                ] {
-                    assert_eq!(
-                        cache.get(Some(exec), tool, hashing),
-                        result_hash(Some(exec), tool, hashing)
-                    );
-                }
-            }
-            assert_eq!(cache.get(None, "t", ResultHashing::Plain), Hash::of(b""));
-        }
-        // Far more texts than slots, each seen twice, some too long to keep.
-        let texts: Vec<Vec<u8>> = (0..1000)
-            .map(|n| match n % 3 {
-                0 => format!("{{\"n\": {n}, \"a\": [1.0]}}").into_bytes(),
-                1 => format!("plain {n}").into_bytes(),
-                _ => format!("\"{}\"", "x".repeat(n * 80)).into_bytes(),
-            })
-            .collect();
-        for round in 0..2 {
-            for t in &texts {
-                let want = result_hash(Some(t), "read_file", ResultHashing::Plain);
-                assert_eq!(
-                    cache.get(Some(t), "read_file", ResultHashing::Plain),
-                    want,
-                    "{round}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn new_results_turn_lookups_into_probes_and_a_repeat_turns_them_back() {
-        let mut cache = ResultHashCache::default();
-        let plain = ResultHashing::Plain;
-        for n in 0..ResultHashCache::COLD_AFTER {
-            let t = format!("{{\"n\": {n}}}");
-            let got = cache.get(Some(t.as_bytes()), "t", plain);
-            assert_eq!(got, result_hash(Some(t.as_bytes()), "t", plain));
-        }
-        assert_eq!(cache.skip, ResultHashCache::PROBE_EVERY - 1);
-        // Skipped results are hashed all the same.
-        assert_eq!(cache.get(Some(b"[1, 2]"), "t", plain), Hash::of(b"[1,2]"));
-        assert_eq!(cache.skip, ResultHashCache::PROBE_EVERY - 2);
-        // A result that repeats is met by a probe, kept, and met again by the next one: then
-        // every call looks it up.
-        for _ in 0..3 * ResultHashCache::PROBE_EVERY {
-            assert_eq!(cache.get(Some(b"same"), "t", plain), Hash::of(b"same"));
-        }
-        assert_eq!((cache.misses_in_a_row, cache.skip), (0, 0));
     }
 
     #[test]

@@ -371,7 +371,7 @@ impl Controller {
         self.progress_since_failure.clear();
         self.no_progress.clear();
         self.halt = None;
-        self.stall = stall::StallState::default();
+        self.stall.reset();
         self.web_searches = 0;
         self.subagents = 0;
         self.subagents_reserved = 0;

@@ -96,6 +96,13 @@ pub(super) struct StallState {
 }
 
 impl StallState {
+    /// Forgets every streak and cycle (a new turn), keeping the history's room.
+    pub(super) fn reset(&mut self) {
+        self.streak = None;
+        self.streak_count = 0;
+        self.history.clear();
+    }
+
     /// `hash` is the result hash, present exactly when the result is text.
     pub(super) fn observe(
         &mut self,
