@@ -8,12 +8,19 @@
 //!
 //! One criterion iteration is one pass over the stream's first [`CALLS`] calls with a fresh
 //! controller (rules NEWEST, hard stops on), resets at the stream's turn boundaries.
+//!
+//! Beside raw SHA-256 the rounds also time what Hermes's definition of the two hashes asks of
+//! every new call: the arguments printed canonically from their tree and the result parsed and
+//! printed canonically, each then hashed ([`Signature::new`] and [`hash::result_hash`], no
+//! cache). Cold `after_call` against that shows what the controller adds to the hashing it
+//! cannot skip.
 
 use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use loopsim_engine::guardrails::{CallFacts, Controller, GuardrailRules};
+use loopsim_engine::hash::{self, Signature};
 use loopsim_engine::json::{self, Value};
 use sha2::{Digest, Sha256};
 
@@ -173,6 +180,22 @@ fn pass_after_call(items: &[Item]) {
     }
 }
 
+/// The hashes alone, as Hermes defines them: canonical print and SHA-256 of the arguments and
+/// of the result, computed afresh for every call.
+fn pass_print_and_hash(items: &[Item]) {
+    let hashing = GuardrailRules::NEWEST.result_hashing;
+    for item in items {
+        if let Item::Call(call) = item {
+            black_box(Signature::new(&call.tool, black_box(&call.args)));
+            black_box(hash::result_hash(
+                black_box(call.result.as_deref()),
+                &call.tool,
+                hashing,
+            ));
+        }
+    }
+}
+
 fn pass_sha256(items: &[Item]) {
     for item in items {
         if let Item::Call(call) = item {
@@ -194,8 +217,9 @@ struct Loaded1 {
     rounds: Option<Rounds>,
 }
 
-/// ns per call of each round, in the order `[after warm, sha warm, after cold, sha cold]`.
-struct Rounds([Vec<f64>; 4]);
+/// ns per call of each round, in the order `[after warm, sha warm, after cold, sha cold]`,
+/// then printing and hashing the cold calls.
+struct Rounds([Vec<f64>; 5]);
 
 /// The streams' calls (streams that cannot be had are left out).
 pub struct Loaded(Vec<Loaded1>);
@@ -268,8 +292,8 @@ impl Loaded {
     }
 
     /// Measures each stream in `n` rounds: in a round, `after_call` and SHA-256 run back to back
-    /// on the warm calls, then on the cold ones (best of two passes each, the first of the
-    /// four rotating), so each round's ratios see one speed of this drifting machine. Only
+    /// on the warm calls, then on the cold ones, then the cold calls' printing and hashing
+    /// (best of two passes each, the first of the five rotating), so each round's ratios see one speed of this drifting machine. Only
     /// for streams whose criterion benches ran (a filter may have skipped them).
     pub fn measure_rounds(&mut self, n: usize) {
         for l in &mut self.0 {
@@ -277,15 +301,19 @@ impl Loaded {
                 continue;
             }
             let calls = l.calls as f64;
-            let mut r: [Vec<f64>; 4] = Default::default();
+            let mut r: [Vec<f64>; 5] = Default::default();
             for round in 0..n.max(1) {
-                for k in 0..4 {
-                    let which = (round + k) % 4;
-                    let items = if which < 2 { &l.warm } else { &l.cold };
-                    let ns = if which % 2 == 0 {
-                        best_ns(2, &|| pass_after_call(items))
+                for k in 0..5 {
+                    let which = (round + k) % 5;
+                    let items = if which == 0 || which == 1 {
+                        &l.warm
                     } else {
-                        best_ns(2, &|| pass_sha256(items))
+                        &l.cold
+                    };
+                    let ns = match which {
+                        4 => best_ns(2, &|| pass_print_and_hash(items)),
+                        _ if which % 2 == 0 => best_ns(2, &|| pass_after_call(items)),
+                        _ => best_ns(2, &|| pass_sha256(items)),
                     };
                     r[which].push(ns / calls);
                 }
@@ -308,7 +336,7 @@ pub fn rows(loaded: &Loaded) -> Vec<String> {
         ..
     } in &loaded.0
     {
-        if let Some(Rounds([aw, sw, ac, sc])) = rounds {
+        if let Some(Rounds([aw, sw, ac, sc, ph])) = rounds {
             rows.push(format!(
                 "| `after_call` + stall guards per call (NEWEST, hard stops) vs raw SHA-256 of the same args and result bytes, stream `{name}`, warm / cold; {} rounds | {:.0} / {:.0} ns | {:.0} / {:.0} ns | warm {:.2} / cold {:.2} | <= 1.5x |",
                 aw.len(),
@@ -318,6 +346,13 @@ pub fn rows(loaded: &Loaded) -> Vec<String> {
                 median(sc),
                 Ratios::of(aw, sw),
                 Ratios::of(ac, sc),
+            ));
+            rows.push(format!(
+                "| `after_call` + stall guards per call, cold, vs printing canonically and hashing the same args and results afresh (what Hermes's hash definition asks of each new call), stream `{name}`; {} rounds | {:.0} ns | {:.0} ns | {:.2} | (reference) |",
+                ac.len(),
+                median(ac),
+                median(ph),
+                Ratios::of(ac, ph),
             ));
             continue;
         }
