@@ -13,7 +13,9 @@ use super::{Hash, ResultHasher, ResultHashing};
 /// lap of 92 calls) hashed one call in nine. It starts small (a short run pays for a few
 /// slots) and doubles once evictions pass a quarter of its slots, up to
 /// [`ResultHashCache::MAX_SLOTS`]; texts longer than [`ResultHashCache::MAX_TEXT`] are not
-/// kept. Memory stays bounded. While results keep coming back new (a healthy agent's), the
+/// kept, and the texts held stay under [`ResultHashCache::MAX_BYTES`] together (slots alone
+/// would allow 64 MiB, and a stream of distinct 10 KB results held that much): past it, other
+/// slots are emptied in turn. While results keep coming back new (a healthy agent's), the
 /// cache only pays for itself on repeats it never sees: after [`ResultHashCache::COLD_AFTER`]
 /// misses in a row it looks up one result in [`ResultHashCache::PROBE_EVERY`] and hashes the
 /// others straight away, until a probe hits.
@@ -27,6 +29,10 @@ pub struct ResultHashCache {
     skip: u32,
     /// Texts hashed (misses, skipped lookups and texts too long to keep).
     hashed: u64,
+    /// The slots' text buffers, in bytes of capacity.
+    held: usize,
+    /// The next slot [`ResultHashCache::trim`] looks at.
+    hand: usize,
     hasher: ResultHasher,
 }
 
@@ -43,6 +49,8 @@ impl ResultHashCache {
     pub const MAX_SLOTS: usize = 4096;
     /// Longer texts are hashed each time: a slot does not keep a large buffer.
     pub const MAX_TEXT: usize = 1 << 14;
+    /// The most text the slots hold together.
+    pub const MAX_BYTES: usize = 4 << 20;
     /// Misses in a row after which lookups become probes.
     pub const COLD_AFTER: u32 = 64;
     /// One result in this many is looked up while the results are new.
@@ -94,12 +102,33 @@ impl ResultHashCache {
         }
         // The pair's older slot takes the text, and becomes the newer.
         let slot = &mut self.slots[at + 1];
+        self.held -= slot.text.capacity();
         slot.key = key;
         slot.text.clear();
         slot.text.extend_from_slice(text);
         slot.hash = h;
+        self.held += slot.text.capacity();
         self.slots.swap(at, at + 1);
+        self.trim(at);
         h
+    }
+
+    /// While the texts held pass [`ResultHashCache::MAX_BYTES`], empties other pairs' slots,
+    /// a hand going round them (the pair at `keep` was just used).
+    fn trim(&mut self, keep: usize) {
+        while self.held > Self::MAX_BYTES {
+            let at = self.hand % self.slots.len();
+            self.hand = at + 1;
+            if at / 2 * 2 != keep {
+                self.held -= self.slots[at].text.capacity();
+                self.slots[at] = Slot::default();
+            }
+        }
+    }
+
+    /// Bytes of text the slots hold (their buffers' capacity).
+    pub fn held_bytes(&self) -> usize {
+        self.held
     }
 
     /// How many texts were hashed rather than found.
@@ -130,6 +159,8 @@ impl ResultHashCache {
                 self.slots[at + 1] = std::mem::replace(&mut self.slots[at], s);
             }
         }
+        // Texts that met two newer ones in their new pair are gone.
+        self.held = self.slots.iter().map(|s| s.text.capacity()).sum();
         self.evictions = 0;
     }
 }
@@ -223,6 +254,33 @@ mod tests {
             }
         }
         assert_eq!(cache.hashed(), 2, "each text hashed once");
+    }
+
+    #[test]
+    fn the_texts_held_stay_under_the_bound() {
+        let plain = ResultHashing::Plain;
+        let mut cache = ResultHashCache::default();
+        // Distinct 10 KB results, then two of them again and again: once the bound is met,
+        // new texts are hashed and not kept, and the repeats still are.
+        let text = |n: usize| format!("{n:>10240}");
+        for n in 0..20_000 {
+            let t = text(n);
+            assert_eq!(
+                cache.get(Some(t.as_bytes()), "t", plain),
+                result_hash(Some(t.as_bytes()), "t", plain)
+            );
+            assert!(cache.held_bytes() <= ResultHashCache::MAX_BYTES, "{n}");
+        }
+        let held = cache.slots.iter().map(|s| s.text.capacity()).sum::<usize>();
+        assert_eq!(cache.held_bytes(), held);
+        assert!(held > ResultHashCache::MAX_BYTES / 2, "{held}");
+        let before = cache.hashed();
+        for _ in 0..100 {
+            for t in [text(1), text(2)] {
+                cache.get(Some(t.as_bytes()), "t", plain);
+            }
+        }
+        assert!(cache.hashed() - before <= 2 * ResultHashCache::PROBE_EVERY as u64);
     }
 
     #[test]
