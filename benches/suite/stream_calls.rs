@@ -293,8 +293,9 @@ impl Loaded {
 
     /// Measures each stream in `n` rounds: in a round, `after_call` and SHA-256 run back to back
     /// on the warm calls, then on the cold ones, then the cold calls' printing and hashing
-    /// (best of two passes each, the first of the five rotating), so each round's ratios see one speed of this drifting machine. Only
-    /// for streams whose criterion benches ran (a filter may have skipped them).
+    /// (best of two passes each, the first of the five rotating), so each round's ratios see
+    /// one speed of this drifting machine. Only for streams whose criterion benches ran (a
+    /// filter may have skipped them).
     pub fn measure_rounds(&mut self, n: usize) {
         for l in &mut self.0 {
             if per_iter_ns(l.names[0]).is_none() {
@@ -305,11 +306,7 @@ impl Loaded {
             for round in 0..n.max(1) {
                 for k in 0..5 {
                     let which = (round + k) % 5;
-                    let items = if which == 0 || which == 1 {
-                        &l.warm
-                    } else {
-                        &l.cold
-                    };
+                    let items = if which < 2 { &l.warm } else { &l.cold };
                     let ns = match which {
                         4 => best_ns(2, &|| pass_print_and_hash(items)),
                         _ if which % 2 == 0 => best_ns(2, &|| pass_after_call(items)),
