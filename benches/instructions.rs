@@ -14,7 +14,8 @@ use loopsim_engine::guard::GuardSession;
 use loopsim_engine::guardrails::{CallFacts, Controller, GuardrailConfig, GuardrailRules};
 use loopsim_engine::json::{self, Value};
 use loopsim_engine::profile::ProfileName;
-use loopsim_report::sweep::{Aggregator, Axis, SweepSpec, run_jobs};
+use loopsim_report::sweep::{Aggregator, Axis, SweepSpec};
+use loopsim_runner::sweep::run_jobs;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{RunOptions, run};
 use loopsim_world::trace::TraceWriter;
@@ -140,7 +141,7 @@ fn sweep_forty_runs((spec, scenarios): (SweepSpec, Vec<Scenario>)) -> usize {
 }
 
 fn sweep(spec: &SweepSpec, scenarios: &[Scenario]) -> usize {
-    let plan = spec.plan().unwrap();
+    let plan = loopsim_runner::sweep::plan(spec).unwrap();
     let mut agg = Aggregator::new(false);
     run_jobs(
         spec,

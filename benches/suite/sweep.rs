@@ -6,7 +6,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput};
 use loopsim_report::metrics;
-use loopsim_report::sweep::{Aggregator, Axis, Plan, SweepSpec, run_jobs};
+use loopsim_report::sweep::{Aggregator, Axis, SweepSpec};
+use loopsim_runner::sweep::{Plan, run_jobs};
 use loopsim_world::scenario::Scenario;
 
 use crate::support::{Ratios, median, root, timed};
@@ -45,7 +46,7 @@ pub fn setup(seeds: u64) -> (SweepSpec, Vec<Scenario>, Plan) {
         seeds: (0, seeds),
         baseline: vec![],
     };
-    let plan = spec.plan().expect("plan");
+    let plan = loopsim_runner::sweep::plan(&spec).expect("plan");
     (spec, scenarios, plan)
 }
 

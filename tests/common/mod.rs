@@ -4,6 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod python;
+#[allow(unused_imports)] // each area uses some of them
+pub use python::{Venv, python, python_or_skip, skips_fail, venv_table};
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -105,122 +109,6 @@ pub fn scenario_files() -> Vec<PathBuf> {
     v
 }
 
-/// A Python that imports `imports`: `$env_var` if set, else the venv `target/VENV`, made and
-/// filled with `pip install PACKAGES` when it cannot.
-fn venv_python(
-    env_var: &str,
-    venv: &str,
-    imports: &str,
-    packages: &[&str],
-) -> Result<PathBuf, String> {
-    venv_python_from(Path::new("python3"), env_var, venv, imports, packages)
-}
-
-/// A Python of at least 3.12 to make a venv with: `python3.13` or `python3.12` that runs, else
-/// one of pyenv's versions.
-fn python_3_12() -> Option<PathBuf> {
-    let runs = |py: &Path| {
-        Command::new(py)
-            .args(["-c", "import sys; assert sys.version_info >= (3, 12)"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    for name in ["python3.13", "python3.12", "python3"] {
-        if runs(Path::new(name)) {
-            return Some(PathBuf::from(name));
-        }
-    }
-    let versions = PathBuf::from(std::env::var("HOME").ok()?).join(".pyenv/versions");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(versions)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path().join("bin/python3")))
-        .filter(|p| runs(p))
-        .collect();
-    found.sort();
-    found.pop()
-}
-
-fn venv_python_from(
-    base: &Path,
-    env_var: &str,
-    venv: &str,
-    imports: &str,
-    packages: &[&str],
-) -> Result<PathBuf, String> {
-    let can_import = |py: &Path| {
-        Command::new(py)
-            .args(["-c", &format!("import {imports}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if let Ok(py) = std::env::var(env_var) {
-        let py = PathBuf::from(py);
-        return if can_import(&py) {
-            Ok(py)
-        } else {
-            Err(format!(
-                "{env_var}={} cannot import {imports}",
-                py.display()
-            ))
-        };
-    }
-    let venv = root().join("target").join(venv);
-    let py = venv.join("bin/python");
-    if can_import(&py) {
-        return Ok(py);
-    }
-    let made = Command::new(base).args(["-m", "venv"]).arg(&venv).status();
-    if !made.is_ok_and(|s| s.success()) {
-        return Err("python3 -m venv failed (is Python 3 installed?)".into());
-    }
-    let pip = Command::new(&py)
-        .args(["-m", "pip", "install", "-q"])
-        .args(packages)
-        .status();
-    if !pip.is_ok_and(|s| s.success()) || !can_import(&py) {
-        return Err(format!(
-            "pip install {} failed (offline?)",
-            packages.join(" ")
-        ));
-    }
-    Ok(py)
-}
-
-/// The Python with hermes-agent 0.19.0 (its guardrail controller only), installing it into
-/// target/hermes-venv when needed.
-pub fn hermes_python() -> Result<PathBuf, String> {
-    venv_python(
-        "LOOPSIM_PYTHON",
-        "hermes-venv",
-        "agent.tool_guardrails, yaml, hermes_state, hermes_logging",
-        &["--no-deps", "hermes-agent==0.19.0", "pyyaml"],
-    )
-}
-
-/// The Python with Hermes, or `None` after a loud skip message (a failure when
-/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
-pub fn hermes_python_or_skip(what: &str) -> Option<PathBuf> {
-    or_skip(what, hermes_python())
-}
-
-/// A Python, or `None` after a loud skip message (a panic when `LOOPSIM_REQUIRE_HERMES=1`).
-fn or_skip(what: &str, python: Result<PathBuf, String>) -> Option<PathBuf> {
-    match python {
-        Ok(py) => Some(py),
-        Err(why) => {
-            if std::env::var("LOOPSIM_REQUIRE_HERMES").is_ok_and(|v| v == "1") {
-                panic!("{what} must run here: {why}");
-            }
-            eprintln!("\n!!!!!!!!\n!!! SKIPPED {what}: {why}\n!!!!!!!!\n");
-            None
-        }
-    }
-}
-
 /// A scratch folder under the system's temporary folder, removed when dropped (also when
 /// the test fails).
 pub struct TempDir(PathBuf);
@@ -228,7 +116,11 @@ pub struct TempDir(PathBuf);
 impl TempDir {
     /// A fresh, empty folder named for the test and this process.
     pub fn new(name: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("loopsim-{name}-{}", std::process::id()));
+        // The tests of an area share one process: a counter keeps two folders of one name
+        // (from two modules) apart.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("loopsim-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         TempDir(d)
@@ -252,142 +144,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// The Python with hermes-agent 0.19.0 *and its dependencies* (the whole loop runs live),
-/// installing it into target/hermes-live-venv when needed (once per test process).
-pub fn hermes_live_python() -> Result<PathBuf, String> {
-    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    PY.get_or_init(|| {
-        venv_python(
-            "LOOPSIM_LIVE_PYTHON",
-            "hermes-live-venv",
-            "run_agent, cli, tools.registry",
-            &["hermes-agent==0.19.0"],
-        )
-    })
-    .clone()
-}
-
-/// The Python with openai-agents 0.24.0 and its dependencies, installing it into
-/// target/openai-agents-venv when needed (once per test process).
-pub fn openai_agents_python() -> Result<PathBuf, String> {
-    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    PY.get_or_init(|| {
-        venv_python(
-            "LOOPSIM_OPENAI_AGENTS_PYTHON",
-            "openai-agents-venv",
-            "agents",
-            &["openai-agents==0.24.0"],
-        )
-    })
-    .clone()
-}
-
-/// The Python with pydantic-ai-slim[openai] 2.68.0, installing it into target/pydantic-ai-venv
-/// when needed (once per test process).
-pub fn pydantic_ai_python() -> Result<PathBuf, String> {
-    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    PY.get_or_init(|| {
-        venv_python(
-            "LOOPSIM_PYDANTIC_AI_PYTHON",
-            "pydantic-ai-venv",
-            "pydantic_ai.models.openai",
-            &["pydantic-ai-slim[openai]==2.68.0"],
-        )
-    })
-    .clone()
-}
-
-/// Pydantic AI's Python, or `None` after a loud skip message (a failure when
-/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
-pub fn pydantic_ai_python_or_skip(what: &str) -> Option<PathBuf> {
-    or_skip(what, pydantic_ai_python())
-}
-
-/// The Python with LangChain 1.5 and LangGraph 1.2.22, installing them into
-/// target/langgraph-venv when needed (once per test process).
-pub fn langgraph_python() -> Result<PathBuf, String> {
-    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    PY.get_or_init(|| {
-        venv_python(
-            "LOOPSIM_LANGGRAPH_PYTHON",
-            "langgraph-venv",
-            "langchain.agents, langchain_openai, langgraph",
-            &LANGGRAPH_PACKAGES,
-        )
-    })
-    .clone()
-}
-
-/// What the LangGraph venv holds (as .ci/run installs it).
-pub const LANGGRAPH_PACKAGES: [&str; 4] = [
-    "langchain==1.5.0",
-    "langgraph==1.2.22",
-    "langgraph-prebuilt==1.1.2",
-    "langchain-openai==1.7.4",
-];
-
-/// LangGraph's Python, or `None` after a loud skip message (a failure when
-/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
-pub fn langgraph_python_or_skip(what: &str) -> Option<PathBuf> {
-    or_skip(what, langgraph_python())
-}
-
-/// The Python with smolagents 1.26.0 (and its OpenAI client), installing it into
-/// target/smolagents-venv when needed (once per test process).
-pub fn smolagents_python() -> Result<PathBuf, String> {
-    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    PY.get_or_init(|| {
-        venv_python(
-            "LOOPSIM_SMOLAGENTS_PYTHON",
-            "smolagents-venv",
-            "smolagents, openai",
-            &["smolagents[openai]==1.26.0"],
-        )
-    })
-    .clone()
-}
-
-/// The Python with openhands-sdk 1.58.2 (which needs Python 3.12 or later), installing it
-/// into target/openhands-venv when needed (once per test process).
-pub fn openhands_python() -> Result<PathBuf, String> {
-    static PY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    PY.get_or_init(|| {
-        let base = python_3_12().ok_or("no Python 3.12 or later for openhands-sdk")?;
-        venv_python_from(
-            &base,
-            "LOOPSIM_OPENHANDS_PYTHON",
-            "openhands-venv",
-            "openhands.sdk",
-            &["openhands-sdk==1.58.2"],
-        )
-    })
-    .clone()
-}
-
-/// OpenHands' Python, or `None` after a loud skip message (a failure when
-/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
-pub fn openhands_python_or_skip(what: &str) -> Option<PathBuf> {
-    or_skip(what, openhands_python())
-}
-
-/// smolagents' Python, or `None` after a loud skip message (a failure when
-/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
-pub fn smolagents_python_or_skip(what: &str) -> Option<PathBuf> {
-    or_skip(what, smolagents_python())
-}
-
-/// The OpenAI Agents SDK's Python, or `None` after a loud skip message (a failure when
-/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
-pub fn openai_agents_python_or_skip(what: &str) -> Option<PathBuf> {
-    or_skip(what, openai_agents_python())
-}
-
-/// The live Python, or `None` after a loud skip message (a failure when
-/// `LOOPSIM_REQUIRE_HERMES=1`, as in CI).
-pub fn hermes_live_python_or_skip(what: &str) -> Option<PathBuf> {
-    or_skip(what, hermes_live_python())
 }
 
 /// `loopsim diff SCENARIO --live RUNTIME --seed SEED --format json`, which must find the

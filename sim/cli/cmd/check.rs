@@ -46,7 +46,7 @@ pub fn run_check(a: CheckArgs<'_>) -> Result<()> {
     let scenarios = inputs::scenarios(a.paths, a.suite)?;
     let user = inputs::user_config(a.config)?;
     inputs::config_warnings(&checked_profiles(&scenarios), None, user.as_deref())?;
-    let cases = check::run_checks(&scenarios, user.as_ref())?;
+    let cases = loopsim_runner::check::run_checks(&scenarios, user.as_ref())?;
     let mut outputs = Outputs::new();
     if let Some(j) = a.junit {
         outputs
@@ -65,7 +65,7 @@ pub fn run_check(a: CheckArgs<'_>) -> Result<()> {
     outputs
         .commit()
         .context("cannot write the check's outputs")?;
-    let (rows, unmet) = check::coverage(&cases, &scenarios);
+    let (rows, unmet) = loopsim_runner::check::coverage(&cases, &scenarios);
     match (a.format, a.coverage) {
         (Format::Json, false) => emit!("{}", serde_json::to_string_pretty(&cases)?),
         (Format::Json, true) => emit!(
@@ -188,7 +188,7 @@ pub fn run_gate(a: GateArgs<'_>) -> Result<()> {
     let scenarios = baseline_scenarios(&baseline, a.suite)?;
     let user = inputs::user_config(a.config)?;
     inputs::config_warnings(&checked_profiles(&scenarios), None, user.as_deref())?;
-    let cases = check::run_checks(&scenarios, user.as_ref())?;
+    let cases = loopsim_runner::check::run_checks(&scenarios, user.as_ref())?;
     let current = check::Baseline::from_cases(
         &cases,
         user.as_ref().map(|u| (u.file.clone(), u.hash.hex())),

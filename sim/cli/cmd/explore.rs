@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use loopsim_report::explore::{self, ExploreOptions, Problem, shrink};
 use loopsim_report::output::Outputs;
 use loopsim_report::sweep::parse_seeds;
+use loopsim_runner::explore::{self, ExploreOptions, Problem, shrink};
 
 use crate::args::Format;
 use crate::inputs;

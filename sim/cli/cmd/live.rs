@@ -8,7 +8,7 @@ use loopsim_engine::profile::{ProfileName, Runtime};
 use loopsim_live::bridge_run::{self, LiveOptions, LiveRun};
 use loopsim_live::compare::{self, Divergence};
 use loopsim_world::scenario::Scenario;
-use loopsim_world::trace::{self, Header};
+use loopsim_world::trace::{self, EventKind, Header};
 use serde_json::{Value, json};
 
 use crate::args::{EngineArgs, Format};
@@ -291,29 +291,47 @@ pub fn live(
     Ok(())
 }
 
+/// What one agent of a live run did, tallied from its events.
+#[derive(Default)]
+struct AgentTally {
+    agent: String,
+    model_calls: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    tool_calls: u64,
+    exits: Vec<String>,
+}
+
 fn per_agent(events: &[Value]) -> Vec<Value> {
-    let mut agents: Vec<(String, u64, u64, u64, u64, Vec<String>)> = Vec::new();
+    let mut agents: Vec<AgentTally> = Vec::new();
     for e in events {
         let Some(a) = e.get("agent").and_then(Value::as_str) else {
             continue;
         };
-        let i = match agents.iter().position(|x| x.0 == a) {
+        let i = match agents.iter().position(|x| x.agent == a) {
             Some(i) => i,
             None => {
-                agents.push((a.to_string(), 0, 0, 0, 0, Vec::new()));
+                agents.push(AgentTally {
+                    agent: a.to_string(),
+                    ..AgentTally::default()
+                });
                 agents.len() - 1
             }
         };
         let n = |k: &str| e.get(k).and_then(Value::as_u64).unwrap_or(0);
         let row = &mut agents[i];
-        match e.get("kind").and_then(Value::as_str) {
-            Some("model_call") => {
-                row.1 += 1;
-                row.2 += n("input_tokens");
-                row.3 += n("output_tokens");
+        let kind = e
+            .get("kind")
+            .and_then(Value::as_str)
+            .and_then(EventKind::parse);
+        match kind {
+            Some(EventKind::ModelCall) => {
+                row.model_calls += 1;
+                row.input_tokens += n("input_tokens");
+                row.output_tokens += n("output_tokens");
             }
-            Some("tool_call") => row.4 += 1,
-            Some("turn_end") => row.5.push(
+            Some(EventKind::ToolCall) => row.tool_calls += 1,
+            Some(EventKind::TurnEnd) => row.exits.push(
                 e.get("detail")
                     .and_then(Value::as_str)
                     .unwrap_or("")
@@ -324,9 +342,9 @@ fn per_agent(events: &[Value]) -> Vec<Value> {
     }
     agents
         .into_iter()
-        .map(|(a, calls, input, output, tools, exits)| {
-            json!({ "agent": a, "model_calls": calls, "input_tokens": input,
-                    "output_tokens": output, "tool_calls": tools, "exits": exits })
+        .map(|t| {
+            json!({ "agent": t.agent, "model_calls": t.model_calls, "input_tokens": t.input_tokens,
+                    "output_tokens": t.output_tokens, "tool_calls": t.tool_calls, "exits": t.exits })
         })
         .collect()
 }

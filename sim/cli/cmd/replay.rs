@@ -246,7 +246,11 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         let p = &s.agents[0];
         format!(
             "| {name} | {} {} | {} | {} | {} | {} | {:.1} min | {} | {} |",
-            if s.recorded { "recorded" } else { &s.profile },
+            if s.recorded {
+                "recorded"
+            } else {
+                s.profile.as_str()
+            },
             s.platform.as_deref().unwrap_or("-"),
             s.total.model_calls,
             s.total.input_tokens,

@@ -138,7 +138,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
     }
     let first_label =
         if a.engine.is_set() || !a.compare_profiles.is_empty() || !compared_configs.is_empty() {
-            label(&summary.profile, summary.platform.as_deref(), "")
+            label(summary.profile.as_str(), summary.platform.as_deref(), "")
         } else {
             "as written".to_string()
         };
@@ -151,7 +151,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
             ..opts.clone()
         };
         let s = run_to_memory(&sc, &o)?.0;
-        runs.push((label(&s.profile, s.platform.as_deref(), ""), s));
+        runs.push((label(s.profile.as_str(), s.platform.as_deref(), ""), s));
     }
     for c in &compared_configs {
         let o = RunOptions {
@@ -162,7 +162,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
         let s = run_to_memory(&sc, &o)?.0;
         runs.push((
             label(
-                &s.profile,
+                s.profile.as_str(),
                 s.platform.as_deref(),
                 &format!("config {}: ", c.file),
             ),
@@ -174,11 +174,11 @@ pub fn run(a: Args<'_>) -> Result<()> {
     // with any config file), so a check's rerun line shows the failure; any other profile or
     // platform is a what-if.
     let block =
-        loopsim_report::check::block_for(&sc, a.engine.profile, a.engine.platform.as_deref());
+        loopsim_runner::check::block_for(&sc, a.engine.profile, a.engine.platform.as_deref());
     let verdicts = block.map_or_else(Vec::new, |b| {
-        loopsim_report::check::block_verdicts(&sc, b, &runs[0].1)
+        loopsim_runner::check::block_verdicts(&sc, b, &runs[0].1)
     });
-    if block.is_none() && !loopsim_report::check::verdicts(&sc, &runs[0].1).is_empty() {
+    if block.is_none() && !loopsim_runner::check::verdicts(&sc, &runs[0].1).is_empty() {
         let why = match (a.engine.platform.as_ref(), a.engine.profile) {
             (Some(p), _) => format!("--platform {p}"),
             (None, Some(p)) => format!("--profile {p}"),

@@ -87,7 +87,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
         warn(w);
     }
     spec.baseline = report.baseline;
-    let plan = spec.plan()?;
+    let plan = loopsim_runner::sweep::plan(&spec)?;
     let total = plan.len();
     let (first, step) = match shard {
         Some((k, n)) => (k - 1, n),
@@ -118,7 +118,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
     let mut agg = sweep::Aggregator::new(!manifest.spec.profiles.is_empty());
     let mut runs = 0usize;
     let bar = progress_bar(mine);
-    sweep::run_jobs(
+    loopsim_runner::sweep::run_jobs(
         &manifest.spec,
         &plan,
         &scenarios,
@@ -278,7 +278,7 @@ pub fn merge(shards: &[PathBuf], out: &Path, format: Format) -> Result<()> {
         parts.push((m.spec, rows));
     }
     let total = total.unwrap_or(0);
-    let (spec, rows) = sweep::merge(parts, total)?;
+    let (spec, rows) = loopsim_runner::sweep::merge(parts, total)?;
     let manifest = Manifest {
         spec,
         total_jobs: total,

@@ -9,23 +9,24 @@
 //! budget at each model call), the result text of `delegate_task` (the runtime writes it) and
 //! wall-clock figures.
 
+use loopsim_world::trace::EventKind;
 use serde_json::Value;
 
 /// Event kinds both sides record.
-pub const COMPARED_KINDS: &[&str] = &[
-    "turn_start",
-    "model_call",
-    "model_error",
-    "tool_call",
-    "tool_error",
-    "approval_call",
-    "decision",
-    "notice",
-    "summary_call",
-    "planning_call",
-    "compression",
-    "turn_end",
-    "child_crash",
+pub const COMPARED_KINDS: &[EventKind] = &[
+    EventKind::TurnStart,
+    EventKind::ModelCall,
+    EventKind::ModelError,
+    EventKind::ToolCall,
+    EventKind::ToolError,
+    EventKind::ApprovalCall,
+    EventKind::Decision,
+    EventKind::Notice,
+    EventKind::SummaryCall,
+    EventKind::PlanningCall,
+    EventKind::Compression,
+    EventKind::TurnEnd,
+    EventKind::ChildCrash,
 ];
 
 /// Fields compared on every compared event (a field neither side has is equal).
@@ -61,7 +62,7 @@ pub struct Divergence {
 }
 
 fn compared(e: &Value) -> Option<Value> {
-    let kind = e.get("kind")?.as_str()?;
+    let kind = EventKind::parse(e.get("kind")?.as_str()?)?;
     if !COMPARED_KINDS.contains(&kind) {
         return None;
     }
@@ -71,12 +72,13 @@ fn compared(e: &Value) -> Option<Value> {
             out.insert((*f).to_string(), v.clone());
         }
     }
-    if matches!(kind, "turn_end" | "child_crash")
+    if matches!(kind, EventKind::TurnEnd | EventKind::ChildCrash)
         && let Some(b) = e.get("budget_used")
     {
         out.insert("budget_used".into(), b.clone());
     }
-    if kind == "tool_call" && e.get("tool").and_then(Value::as_str) == Some("delegate_task") {
+    if kind == EventKind::ToolCall && e.get("tool").and_then(Value::as_str) == Some("delegate_task")
+    {
         // delegate_task's result is the runtime's own text, not a scripted one.
         out.remove("result_hash");
     }

@@ -1,10 +1,11 @@
 //! # loopsim-report
 //!
-//! What loopsim writes: the run summary a person reads and output files written atomically.
-//! (Cost reports, plots and sweeps come with their issue.)
+//! What loopsim's results are and how they read: a run's metrics and summary, Markdown
+//! reports, plots, a sweep's definition and aggregates, check cases with their text and JUnit
+//! reports, baselines and the gate, and output files written all or nothing. Nothing here
+//! runs the simulator in bulk: `loopsim-runner` does, and hands its results here.
 
 pub mod check;
-pub mod explore;
 pub mod markdown;
 pub mod metrics;
 pub mod output;

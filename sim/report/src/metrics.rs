@@ -88,11 +88,11 @@ impl RunMetrics {
             profile: if s.recorded {
                 "recorded".into()
             } else {
-                s.profile.clone()
+                s.profile.to_string()
             },
             platform: s.platform.clone().unwrap_or_default(),
             seed: s.seed,
-            exit_reason: s.parent_exit_reason.clone(),
+            exit_reason: s.parent_exit_reason.to_string(),
             duration_min: round(min(s.duration_us), 3),
             calls: s.total.model_calls,
             parent_calls: p.usage.model_calls,

@@ -34,7 +34,7 @@ pub fn default_labels(runs: &[RunSummary]) -> Vec<RunLabel> {
             } else {
                 match s.platform.as_deref() {
                     Some(p) if !p.is_empty() => format!("{} {p}", s.profile),
-                    _ => s.profile.clone(),
+                    _ => s.profile.to_string(),
                 }
             };
             let base = slug(&label);
@@ -549,10 +549,10 @@ mod tests {
             config_hash: String::new(),
             settings: None,
             seed: 0,
-            profile: profile.into(),
+            profile: profile.parse().expect("a profile"),
             platform: platform.map(String::from),
             duration_us: 84 * MIN,
-            parent_exit_reason: String::new(),
+            parent_exit_reason: loopsim_engine::turn::ExitReason::Unknown,
             agents,
             total: Default::default(),
             loop_began_us: None,

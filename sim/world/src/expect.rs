@@ -30,8 +30,8 @@ pub fn check(expect: &Expect, s: &RunSummary) -> Vec<Verdict> {
         push(
             "exit_reason",
             want.clone(),
-            s.parent_exit_reason.clone(),
-            &s.parent_exit_reason == want,
+            s.parent_exit_reason.to_string(),
+            s.parent_exit_reason == want.as_str(),
         );
     }
     let stops: Vec<String> = s

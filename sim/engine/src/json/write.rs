@@ -304,7 +304,7 @@ mod tests {
             let (ours, fmt) = (float_repr(f), reference(f));
             if ours != fmt {
                 // A tie between two shortest spellings: Python (and ryu) round the last digit
-                // to even, core::fmt rounds it up; tests/conformance.rs holds ours to Python.
+                // to even, core::fmt rounds it up; tests/reference/conformance.rs holds ours to Python.
                 assert_eq!(ours.len(), fmt.len(), "{f:e}");
                 assert_eq!(
                     ours.parse::<f64>().unwrap().to_bits(),

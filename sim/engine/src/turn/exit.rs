@@ -305,7 +305,7 @@ impl ExitReason {
             InvalidToolCall,
             TruncatedToolCall,
         ];
-        plain.into_iter().find(|r| r.to_string() == s)
+        plain.into_iter().find(|r| *r == s)
     }
 }
 
@@ -368,9 +368,36 @@ impl ExitReason {
     }
 }
 
+/// An exit reason equals the word it prints (`"guardrail_halt"`,
+/// `"max_iterations_reached(90/90)"`), compared as it is printed, without a copy.
+impl PartialEq<&str> for ExitReason {
+    fn eq(&self, other: &&str) -> bool {
+        struct Rest<'a>(&'a str);
+        impl fmt::Write for Rest<'_> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0 = self.0.strip_prefix(s).ok_or(fmt::Error)?;
+                Ok(())
+            }
+        }
+        let mut rest = Rest(other);
+        fmt::write(&mut rest, format_args!("{self}")).is_ok() && rest.0.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exit_reason_equals_exactly_the_word_it_prints() {
+        let r = ExitReason::MaxIterationsReached { calls: 90, max: 90 };
+        assert!(r == "max_iterations_reached(90/90)");
+        assert!(r != "max_iterations_reached(90/9");
+        assert!(r != "max_iterations_reached(90/90))");
+        assert!(r != "");
+        assert!(ExitReason::GuardrailHalt == "guardrail_halt");
+        assert!(ExitReason::Unknown != "guardrail_halt");
+    }
 
     #[test]
     fn every_exit_reason_parses_back() {

@@ -26,7 +26,7 @@ use loopsim_world::scenario::{CallSpec, Scenario};
 use loopsim_world::script::{
     ArgsCache, ContextGate, ModelCall, Reply, ScriptedAgent, call_args, find_agent_tag,
 };
-use loopsim_world::trace::Event;
+use loopsim_world::trace::{Event, EventKind};
 
 use crate::openai::{ChatReply, ChatRequest, ToolCall};
 
@@ -311,14 +311,9 @@ impl LiveWorld {
         &self.events
     }
 
-    fn event(&self, a: usize, kind: &'static str) -> Event {
+    fn event(&self, a: usize, kind: EventKind) -> Event {
         let ag = &self.agents[a];
-        Event {
-            t_us: ag.clock_us,
-            agent: ag.script.name().to_string(),
-            kind,
-            ..Event::default()
-        }
+        Event::new(ag.clock_us, ag.script.name().to_string(), kind)
     }
 
     /// Which agent a request comes from (a child is seen here first).
@@ -439,7 +434,7 @@ impl LiveWorld {
             }
             self.agents[a].turn_open = true;
             self.agents[a].run_steps = 0;
-            let e = self.event(a, "turn_start");
+            let e = self.event(a, EventKind::TurnStart);
             self.events.push(e);
         } else if !ag.round.is_empty() {
             self.close_round(a, req);
@@ -496,14 +491,14 @@ impl LiveWorld {
         };
         let (input, output, latency, e) = match self.agents[a].script.context_gate() {
             ContextGate::Compressed(c) => {
-                let mut e = self.event(a, "compression");
+                let mut e = self.event(a, EventKind::Compression);
                 e.count = Some(c.attempt);
                 e.detail = Some(format!("context {} -> {} tokens", c.before, c.after));
                 (c.input_tokens, c.output_tokens, c.latency.0, e)
             }
             _ => {
                 // The simulator would send the request as it is: the comparison shows this.
-                let mut e = self.event(a, "compression");
+                let mut e = self.event(a, EventKind::Compression);
                 e.detail = Some(format!(
                     "the runtime compresses a context of {} tokens, below the simulator's \
                      threshold",
@@ -518,7 +513,7 @@ impl LiveWorld {
         e.latency_us = Some(latency);
         self.events.push(e);
         // What the summary request really holds, beside the scripted figure (not compared).
-        let mut e = self.event(a, "context_estimate");
+        let mut e = self.event(a, EventKind::ContextEstimate);
         e.input_tokens = Some(req.rough_tokens);
         e.detail = Some(format!("summary prompt, scripted {input} tokens"));
         self.events.push(e);
@@ -560,7 +555,7 @@ impl LiveWorld {
             return Ok(());
         };
         ag.clock_us += f.latency_us;
-        let mut e = self.event(a, "model_error");
+        let mut e = self.event(a, EventKind::ModelError);
         e.call = Some(self.agents[a].calls + 1);
         e.latency_us = Some(f.latency_us);
         e.detail = Some(f.detail());
@@ -584,7 +579,7 @@ impl LiveWorld {
             else {
                 continue;
             };
-            let mut e = self.event(a, "tool_error");
+            let mut e = self.event(a, EventKind::ToolError);
             e.call = Some(self.agents[a].calls);
             e.tool = Some(UNKNOWN_TOOL.into());
             e.detail = Some(if m.content.starts_with(&expected) {
@@ -695,19 +690,19 @@ impl LiveWorld {
     /// A planning call: drawn as the simulator draws it, and it takes its time.
     fn planning_reply(&mut self, a: usize) -> ChatReply {
         let (reply, latency) =
-            self.tools_free_reply(a, "planning_call", "Plan: go on with the task.");
+            self.tools_free_reply(a, EventKind::PlanningCall, "Plan: go on with the task.");
         self.agents[a].clock_us += latency;
         reply
     }
 
     fn summary_reply(&mut self, a: usize) -> ChatReply {
         // The simulator does not advance the clock for the summary call either.
-        self.tools_free_reply(a, "summary_call", "Summary of the work so far.")
+        self.tools_free_reply(a, EventKind::SummaryCall, "Summary of the work so far.")
             .0
     }
 
     /// A tools-free call's reply and its latency, recorded as `kind`.
-    fn tools_free_reply(&mut self, a: usize, kind: &'static str, text: &str) -> (ChatReply, u64) {
+    fn tools_free_reply(&mut self, a: usize, kind: EventKind, text: &str) -> (ChatReply, u64) {
         let s = self.agents[a].script.summary();
         let mut e = self.event(a, kind);
         e.input_tokens = Some(s.input_tokens);
@@ -730,7 +725,7 @@ impl LiveWorld {
             ag.calls += 1;
             ag.calls
         };
-        let mut e = self.event(a, "model_call");
+        let mut e = self.event(a, EventKind::ModelCall);
         e.call = Some(n);
         e.input_tokens = Some(call.input_tokens);
         e.cache_read_tokens = Some(call.cache_read_tokens);
@@ -742,7 +737,7 @@ impl LiveWorld {
         if self.agents[a].script.compression_threshold().is_some() {
             // What Hermes's check before this call saw, beside what the scenario scripts
             // (not compared: the check's outcome is, through the compression events).
-            let mut e = self.event(a, "context_estimate");
+            let mut e = self.event(a, EventKind::ContextEstimate);
             e.call = Some(n);
             e.input_tokens = Some(self.agents[a].rough_next);
             e.detail = Some(format!("scripted {} tokens", call.input_tokens));
@@ -952,14 +947,14 @@ impl LiveWorld {
         let now_s = self.agents[a].clock_us as f64 / 1e6;
         let run = self.agents[a].script.run_tool(spec, now_s);
         if let Some(ap) = run.approval {
-            let mut e = self.event(a, "approval_call");
+            let mut e = self.event(a, EventKind::ApprovalCall);
             e.tool = Some(tool.to_string());
             e.latency_us = Some(ap.latency.0);
             e.output_tokens = Some(ap.output_tokens);
             self.events.push(e);
         }
         self.agents[a].clock_us += run.dur.0;
-        let mut e = self.event(a, "tool_call");
+        let mut e = self.event(a, EventKind::ToolCall);
         e.call = Some(self.agents[a].calls);
         e.tool = Some(tool.to_string());
         e.args_hash = Some(Signature::new(tool, args).args_hash.hex());
@@ -986,7 +981,7 @@ impl LiveWorld {
         }
         let interrupt = human_stop || (a == 0 && recorded_stop);
         if interrupt {
-            let e = self.event(a, "interrupt");
+            let e = self.event(a, EventKind::Interrupt);
             self.events.push(e);
         }
         let mut result = run.result;

@@ -5,7 +5,7 @@
 use loopsim_engine::hash::{Signature, result_hash};
 use loopsim_engine::json;
 use loopsim_world::script::agent_tag;
-use loopsim_world::trace::Event;
+use loopsim_world::trace::{Event, EventKind};
 
 use super::{LiveError, LiveWorld};
 
@@ -31,17 +31,17 @@ impl LiveWorld {
     pub fn push_event(&mut self, mut e: Event) {
         if let Some(&a) = self.by_name.get(&e.agent) {
             e.t_us = self.agents[a].clock_us;
-            if matches!(e.kind, "turn_end" | "child_crash") {
+            if matches!(e.kind, EventKind::TurnEnd | EventKind::ChildCrash) {
                 if !self.agents[a].turn_open {
                     // The runtime ended the turn before its first request (a preflight, a
                     // child that crashed at once).
-                    let start = self.event(a, "turn_start");
+                    let start = self.event(a, EventKind::TurnStart);
                     self.events.push(start);
                 }
                 self.agents[a].turn_open = false;
                 self.agents[a].finished = true;
             }
-            if e.kind == "turn_end" {
+            if e.kind == EventKind::TurnEnd {
                 e.call = Some(self.agents[a].calls);
             }
         }
@@ -58,30 +58,32 @@ impl LiveWorld {
         let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
         let bad = |m: String| LiveError::BadRequest(format!("event: {m}"));
         let agent = s("agent").ok_or_else(|| bad("no `agent`".into()))?;
-        let kind: &'static str = match s("kind").unwrap_or("") {
-            "decision" => "decision",
-            "notice" => "notice",
-            "turn_end" => "turn_end",
-            "spawn" => "spawn",
-            "budget_refund" => "budget_refund",
+        let word = s("kind").unwrap_or("");
+        if word == "delegated" {
+            return self.delegated(agent, v);
+        }
+        let kind = match EventKind::parse(word) {
             // A child's exception as the runtime's delegation reported it: `call` is the
             // API calls it counted for the child, `detail` its exit reason.
-            "child_crash" => "child_crash",
-            "delegated" => return self.delegated(agent, v),
-            other => return Err(bad(format!("unknown kind `{other}`"))),
+            Some(
+                k @ (EventKind::Decision
+                | EventKind::Notice
+                | EventKind::TurnEnd
+                | EventKind::Spawn
+                | EventKind::BudgetRefund
+                | EventKind::ChildCrash),
+            ) => k,
+            _ => return Err(bad(format!("unknown kind `{word}`"))),
         };
-        let mut e = Event {
-            agent: agent.to_string(),
-            kind,
-            tool: s("tool").map(str::to_string),
-            count: n("count").map(|c| c as u32),
-            detail: s("detail").map(str::to_string),
-            budget_used: n("budget_used"),
-            call: n("call"),
-            children: n("children").map(|c| c as u32),
-            ..Event::default()
-        };
-        if kind == "decision" {
+        // t_us is the agent's clock, set when the event is pushed.
+        let mut e = Event::new(0, agent.to_string(), kind);
+        e.tool = s("tool").map(str::to_string);
+        e.count = n("count").map(|c| c as u32);
+        e.detail = s("detail").map(str::to_string);
+        e.budget_used = n("budget_used");
+        e.call = n("call");
+        e.children = n("children").map(|c| c as u32);
+        if kind == EventKind::Decision {
             let action = s("action").unwrap_or("");
             let code = s("code").unwrap_or("");
             e.action = Some(
@@ -140,7 +142,7 @@ impl LiveWorld {
                 self.background_of.insert(n.clone(), a);
             }
         }
-        let mut e = self.event(a, "tool_call");
+        let mut e = self.event(a, EventKind::ToolCall);
         e.call = Some(self.agents[a].calls);
         e.tool = Some("delegate_task".into());
         e.args_hash = Some(Signature::new("delegate_task", &args).args_hash.hex());

@@ -95,13 +95,13 @@ fn a_round_reads_what_ran_and_what_was_refused() {
         w.chat(&summary).unwrap().content,
         "Summary of the work so far."
     );
-    let kinds: Vec<&str> = w.events().iter().map(|e| e.kind).collect();
+    let kinds: Vec<EventKind> = w.events().iter().map(|e| e.kind).collect();
     assert_eq!(
-        kinds.iter().filter(|k| **k == "turn_start").count(),
+        kinds.iter().filter(|k| **k == EventKind::TurnStart).count(),
         1,
         "{kinds:?}"
     );
-    assert!(kinds.contains(&"interrupt"));
+    assert!(kinds.contains(&EventKind::Interrupt));
 }
 
 const REFUSED_TOKENS: u64 = loopsim_world::script::REFUSED_RESULT_TOKENS;
@@ -127,12 +127,7 @@ fn children_are_known_by_their_tags_and_only_when_delegated() {
 fn events_come_out_by_time_then_name_whatever_order_they_arrived_in() {
     let mut w = world(SCENARIO);
     for name in ["b", "a", "c"] {
-        w.push_event(Event {
-            t_us: 5,
-            agent: name.into(),
-            kind: "decision",
-            ..Event::default()
-        });
+        w.push_event(Event::new(5, name.into(), EventKind::Decision));
     }
     let order: Vec<String> = w.take_events().into_iter().map(|e| e.agent).collect();
     assert_eq!(order, ["a", "b", "c"]);

@@ -82,7 +82,7 @@ impl World<'_> {
             });
         }
         if self.trace.enabled() {
-            let mut e = self.event(a, "decision");
+            let mut e = self.event(a, EventKind::Decision);
             e.tool = Some(tool.into());
             e.action = Some(action.as_str());
             e.code = Some(code.as_str());
@@ -141,7 +141,7 @@ impl<'s> World<'s> {
             self.account(a, &u);
         }
         if self.trace.enabled() {
-            let mut e = self.event(a, "model_call");
+            let mut e = self.event(a, EventKind::ModelCall);
             // After a compression the request goes out when it is done.
             e.t_us = now;
             e.call = Some(n);

@@ -33,7 +33,7 @@ impl World<'_> {
             ContextGate::Trimmed { before, after } => {
                 self.coverage.hit(Mark::ContextTrim);
                 if self.trace.enabled() {
-                    let mut e = self.event(a, "context_trim");
+                    let mut e = self.event(a, EventKind::ContextTrim);
                     e.detail = Some(format!("context {before} -> {after} tokens"));
                     self.trace.line(&e);
                 }
@@ -44,7 +44,7 @@ impl World<'_> {
                 ag.gov.context_exhausted();
                 self.coverage.hit(Mark::ContextExhausted);
                 if self.trace.enabled() {
-                    let mut e = self.event(a, "context_exhausted");
+                    let mut e = self.event(a, EventKind::ContextExhausted);
                     e.input_tokens = Some(self.agents[a].script.context());
                     self.trace.line(&e);
                 }
@@ -69,7 +69,7 @@ impl World<'_> {
                 };
                 self.account(a, &u);
                 if self.trace.enabled() {
-                    let mut e = self.event(a, "compression");
+                    let mut e = self.event(a, EventKind::Compression);
                     e.input_tokens = Some(c.input_tokens);
                     e.output_tokens = Some(c.output_tokens);
                     e.latency_us = Some(c.latency.0);

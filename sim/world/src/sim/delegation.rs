@@ -66,7 +66,7 @@ impl World<'_> {
             self.check_children(a);
         }
         if self.trace.enabled() {
-            let mut e = self.event(a, "spawn");
+            let mut e = self.event(a, EventKind::Spawn);
             e.children = Some(n);
             e.detail = Some(
                 if background {
@@ -126,7 +126,7 @@ impl World<'_> {
         ag.exit_reasons.push("timeout".into());
         self.coverage.hit(Mark::ChildTimeout);
         if self.trace.enabled() {
-            let e = self.event(c, "child_timeout");
+            let e = self.event(c, EventKind::ChildTimeout);
             self.trace.line(&e);
         }
         self.child_finished(c);
@@ -167,7 +167,7 @@ impl World<'_> {
         ag.exit_reasons.push("error".into());
         self.coverage.hit(Mark::ChildCrash);
         if self.trace.enabled() {
-            let mut e = self.event(c, "child_crash");
+            let mut e = self.event(c, EventKind::ChildCrash);
             e.call = Some(self.agents[c].gov.api_call_count());
             e.budget_used = Some(self.agents[c].gov.budget().used());
             e.detail = Some("error".into());
@@ -178,7 +178,7 @@ impl World<'_> {
 
     pub(super) fn child_finished(&mut self, c: AgentId) {
         if self.trace.enabled() {
-            let mut e = self.event(c, "child_done");
+            let mut e = self.event(c, EventKind::ChildDone);
             e.call = Some(self.agents[c].calls);
             e.detail = Some(format!("{:?}", self.agents[c].status).to_lowercase());
             self.trace.line(&e);
@@ -231,7 +231,7 @@ impl World<'_> {
             self.batches[b].delivered = true;
             self.agents[p].pending_results.retain(|x| *x != b);
             if self.trace.enabled() {
-                let mut e = self.event(p, "background_result");
+                let mut e = self.event(p, EventKind::BackgroundResult);
                 e.children = Some(self.batches[b].children.len() as u32);
                 self.trace.line(&e);
             }

@@ -34,7 +34,7 @@ use crate::rng::stream;
 use crate::scenario::{AgentSpec, CallSpec, Scenario};
 use crate::scheduler::{Order, Scheduler};
 use crate::script::{ArgsCache, ContextGate, Reply, ScriptedAgent, call_args};
-use crate::trace::{self, Event, Header, TraceWriter};
+use crate::trace::{self, Event, EventKind, Header, TraceWriter};
 
 mod accounting;
 mod context;
@@ -112,6 +112,8 @@ struct Agent<'s> {
     calls: u64,
     turns: u32,
     exit_reasons: Vec<String>,
+    /// How its last turn ended, as the engine said it (the run's exit reason for the parent).
+    last_turn_exit: Option<ExitReason>,
     warnings: u32,
     notices: u32,
     first_warning: Option<(u64, u64)>,
@@ -439,6 +441,7 @@ impl<'s> World<'s> {
             calls: 0,
             turns: 0,
             exit_reasons: Vec::new(),
+            last_turn_exit: None,
             warnings: 0,
             notices: 0,
             first_warning: None,
@@ -463,13 +466,8 @@ impl<'s> World<'s> {
         self.sched.now().0
     }
 
-    fn event(&mut self, agent: AgentId, kind: &'static str) -> Event {
-        Event {
-            t_us: self.now(),
-            agent: self.agents[agent].name.clone(),
-            kind,
-            ..Event::default()
-        }
+    fn event(&mut self, agent: AgentId, kind: EventKind) -> Event {
+        Event::new(self.now(), self.agents[agent].name.clone(), kind)
     }
 
     fn run(&mut self) {
@@ -527,7 +525,7 @@ impl<'s> World<'s> {
         self.last_activity = self.sched.now();
         self.coverage.hit(Mark::UserStop);
         if self.trace.enabled() {
-            let e = self.event(0, "interrupt");
+            let e = self.event(0, EventKind::Interrupt);
             self.trace.line(&e);
         }
         for a in 0..self.agents.len() {

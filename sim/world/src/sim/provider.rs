@@ -91,7 +91,7 @@ impl<'s> World<'s> {
             t += f.latency_us;
             self.coverage.hit(Mark::Fault(f.fault));
             if self.trace.enabled() {
-                let mut e = self.event(a, "model_error");
+                let mut e = self.event(a, EventKind::ModelError);
                 e.t_us = t;
                 e.call = Some(self.agents[a].calls + 1);
                 e.latency_us = Some(f.latency_us);
@@ -175,7 +175,7 @@ impl<'s> World<'s> {
         }
         if self.trace.enabled() {
             for _ in 0..calls {
-                let mut e = self.event(a, "tool_error");
+                let mut e = self.event(a, EventKind::ToolError);
                 e.call = Some(self.agents[a].calls);
                 e.tool = Some(UNKNOWN_TOOL.into());
                 e.detail = Some(UNKNOWN_TOOL_ERROR.into());
@@ -194,7 +194,7 @@ impl<'s> World<'s> {
             return;
         };
         if self.trace.enabled() {
-            let mut e = self.event(a, "tool_error");
+            let mut e = self.event(a, EventKind::ToolError);
             e.call = Some(call);
             e.tool = Some(UNKNOWN_TOOL.into());
             e.detail = Some(UNKNOWN_TOOL_ERROR.into());
@@ -219,7 +219,7 @@ impl<'s> World<'s> {
             }
             self.coverage.hit(Mark::FormatError);
             if self.trace.enabled() {
-                let mut e = self.event(a, "notice");
+                let mut e = self.event(a, EventKind::Notice);
                 e.call = Some(self.agents[a].calls);
                 e.detail = Some(FORMAT_ERROR.into());
                 self.trace.line(&e);

@@ -178,7 +178,7 @@ impl<'s> World<'s> {
             self.agents[a].count_tool_call(tool);
             self.agents[a].script.refused_call();
             if self.trace.enabled() {
-                let mut e = self.event(a, "tool_blocked");
+                let mut e = self.event(a, EventKind::ToolBlocked);
                 e.tool = Some(tool.to_string());
                 e.detail = Some("tool_call_limit".into());
                 self.trace.line(&e);
@@ -224,7 +224,7 @@ impl<'s> World<'s> {
             };
             self.account(a, &u);
             if self.trace.enabled() {
-                let mut e = self.event(a, "approval_call");
+                let mut e = self.event(a, EventKind::ApprovalCall);
                 e.tool = Some(tool.to_string());
                 e.latency_us = Some(ap.latency.0);
                 e.output_tokens = Some(ap.output_tokens);
@@ -285,7 +285,7 @@ impl World<'_> {
         .with_args(&p.args);
         let (d, obs) = ag.guard.after_call(&facts, p.failed);
         if self.trace.enabled() {
-            let mut e = self.event(a, "tool_call");
+            let mut e = self.event(a, EventKind::ToolCall);
             e.call = Some(self.agents[a].calls);
             e.tool = Some(p.tool.to_string());
             e.args_hash = Some(facts.signature.args_hash.hex());
@@ -313,7 +313,7 @@ impl World<'_> {
                 ag.first_warning = Some((ag.calls, self.sched.now().0));
             }
             if self.trace.enabled() {
-                let mut e = self.event(a, "notice");
+                let mut e = self.event(a, EventKind::Notice);
                 e.tool = Some(p.tool.to_string());
                 e.detail = Some(kind.as_str().into());
                 e.count = Some(if kind == NoticeKind::IdenticalCallStreak {
@@ -356,7 +356,7 @@ impl World<'_> {
             s.warnings_us.push(self.sched.now().0);
         }
         if self.trace.enabled() {
-            let mut e = self.event(a, "notice");
+            let mut e = self.event(a, EventKind::Notice);
             e.tool = Some(tool.to_string());
             e.detail = Some(STRATEGY_HINT.into());
             e.count = Some(after);

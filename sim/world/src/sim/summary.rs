@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use loopsim_engine::profile::ProfileName;
+
 use super::*;
 
 /// How a run is set up beyond its scenario.
@@ -159,10 +161,13 @@ pub struct RunSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settings: Option<crate::settings::Settings>,
     pub seed: u64,
-    pub profile: String,
+    #[serde(serialize_with = "as_display")]
+    pub profile: ProfileName,
     pub platform: Option<String>,
     pub duration_us: u64,
-    pub parent_exit_reason: String,
+    /// How the parent's last turn ended (`unknown` when it never ended one).
+    #[serde(serialize_with = "as_display")]
+    pub parent_exit_reason: ExitReason,
     pub agents: Vec<AgentSummary>,
     pub total: Usage,
     /// When the first `loop_begins` step ran.
@@ -183,6 +188,12 @@ pub struct RunSummary {
     /// How often the run reached each coverage mark (not in traces or reports).
     #[serde(skip)]
     pub coverage: crate::coverage::Coverage,
+}
+
+/// Writes a typed value as the word it prints (profiles and exit reasons, whose engine crate
+/// has no serde).
+fn as_display<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 /// Runs stop after this many events whatever the scenario says: a script that loops without
@@ -265,14 +276,13 @@ impl World<'_> {
                 )
             }),
             seed: self.seed,
-            profile: self.cfg.profile.to_string(),
+            profile: self.cfg.profile,
             platform: self.cfg.platform.clone(),
             duration_us: self.last_activity.0,
             parent_exit_reason: self.agents[0]
-                .exit_reasons
-                .last()
-                .cloned()
-                .unwrap_or_else(|| "unknown".into()),
+                .last_turn_exit
+                .clone()
+                .unwrap_or(ExitReason::Unknown),
             agents,
             total: self.total.clone(),
             loop_began_us: self.loop_began,

@@ -44,7 +44,7 @@ impl World<'_> {
         ag.turns += 1;
         self.note_budget(a);
         if self.trace.enabled() {
-            let e = self.event(a, "turn_start");
+            let e = self.event(a, EventKind::TurnStart);
             self.trace.line(&e);
         }
         self.sched.at(self.sched.now(), Ev::Wake(a));
@@ -92,7 +92,7 @@ impl World<'_> {
             let used = ag.gov.budget().used();
             self.note_budget(a);
             if self.trace.enabled() {
-                let mut e = self.event(a, "budget_refund");
+                let mut e = self.event(a, EventKind::BudgetRefund);
                 e.budget_used = Some(used);
                 self.trace.line(&e);
             }
@@ -132,12 +132,12 @@ impl World<'_> {
     /// plan joins the context. Returns how long it takes.
     pub(super) fn planning_call(&mut self, a: AgentId) -> Duration {
         self.coverage.hit(Mark::PlanningCall);
-        self.tools_free_call(a, "planning_call")
+        self.tools_free_call(a, EventKind::PlanningCall)
     }
 
     /// A tools-free call outside the loop's count (a summary, a plan): the runtime's request
     /// and the reply join the context, the call is charged and traced as `kind`.
-    fn tools_free_call(&mut self, a: AgentId, kind: &'static str) -> Duration {
+    fn tools_free_call(&mut self, a: AgentId, kind: EventKind) -> Duration {
         self.trace_batch_error(a);
         let ag = &mut self.agents[a];
         let model = ag.script.model();
@@ -171,7 +171,7 @@ impl World<'_> {
             self.agents[a].interrupted = true;
             self.coverage.hit(Mark::UserStop);
             if self.trace.enabled() {
-                let e = self.event(a, "interrupt");
+                let e = self.event(a, EventKind::Interrupt);
                 self.trace.line(&e);
             }
         }
@@ -218,7 +218,7 @@ impl World<'_> {
                     let ag = &mut self.agents[a];
                     let used = ag.gov.budget().used();
                     if self.trace.enabled() {
-                        let mut e = self.event(a, "budget_refund");
+                        let mut e = self.event(a, EventKind::BudgetRefund);
                         e.budget_used = Some(used);
                         e.detail = Some("runtime context too small".into());
                         self.trace.line(&e);
@@ -250,12 +250,12 @@ impl World<'_> {
             // advance the clock for it).
             self.agents[a].summary_calls += 1;
             self.coverage.hit(Mark::SummaryCall);
-            self.tools_free_call(a, "summary_call");
+            self.tools_free_call(a, EventKind::SummaryCall);
         }
         let reason = fin.exit_reason.to_string();
         self.coverage.hit(Mark::exit(&reason));
         if self.trace.enabled() {
-            let mut e = self.event(a, "turn_end");
+            let mut e = self.event(a, EventKind::TurnEnd);
             e.call = Some(self.agents[a].calls);
             e.budget_used = Some(fin.budget_used);
             e.detail = Some(reason.clone());
@@ -276,6 +276,7 @@ impl World<'_> {
             }
         }
         ag.exit_reasons.push(reason);
+        ag.last_turn_exit = Some(fin.exit_reason.clone());
         let interrupted = matches!(
             fin.exit_reason,
             ExitReason::InterruptedByUser | ExitReason::InterruptedDuringApiCall
