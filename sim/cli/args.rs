@@ -1,5 +1,6 @@
 //! The command line: every command, argument and flag, with its help text.
 
+use std::ops::Range;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -56,9 +57,8 @@ pub enum Command {
         /// `loopsim explore --faults` does for each seed.
         #[arg(long)]
         seeded_faults: bool,
-        /// Print the summary as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
         /// Also run the same scenario and seed under these profiles (comma-separated) and add
         /// the counterfactual table.
         #[arg(long, value_delimiter = ',', value_parser = profile_parser())]
@@ -79,9 +79,8 @@ pub enum Command {
         trace: PathBuf,
         #[command(flatten)]
         engine: EngineArgs,
-        /// Print the result as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
         /// Where a what-if writes its report and plots (default:
         /// reports/<scenario>-what-if-<profile>-<platform>-<config>/).
         #[arg(long)]
@@ -111,9 +110,8 @@ pub enum Command {
         /// Where to write (default: imported/<scenario name>/).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Print the session list (with --list) as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Sweep engine settings over seeds, scenarios and profiles, in parallel.
     Sweep {
@@ -126,8 +124,8 @@ pub enum Command {
         #[arg(long = "grid")]
         grid: Vec<String>,
         /// Seeds: START..END (END excluded), START..=END, or one seed.
-        #[arg(long, default_value = "0..8")]
-        seeds: String,
+        #[arg(long, default_value = "0..8", value_parser = seeds_parser)]
+        seeds: Range<u64>,
         /// Profiles, comma-separated (default: each scenario's own).
         #[arg(long, value_delimiter = ',')]
         profiles: Vec<String>,
@@ -141,15 +139,12 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Run only the jobs of shard K of N (K/N); combine shards with `loopsim merge`.
-        #[arg(long)]
-        shard: Option<String>,
-        /// The scenario folder used when no scenario is given (default: ./scenarios if it
-        /// exists, else the built-in suite).
-        #[arg(long)]
-        suite: Option<PathBuf>,
-        /// Print the summary as text (Markdown) or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[arg(long, value_parser = shard_parser)]
+        shard: Option<(u64, u64)>,
+        #[command(flatten)]
+        suite: SuiteArg,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Combine the outputs of `loopsim sweep --shard K/N` into the unsharded sweep's output.
     Merge {
@@ -159,9 +154,8 @@ pub enum Command {
         /// Where to write the merged sweep.
         #[arg(long)]
         out: PathBuf,
-        /// Print the summary as text (Markdown) or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// The same scenarios under several runtimes' governance, each at its defaults: where each
     /// stops the loops, and which healthy runs it stops (docs/runtimes.md).
@@ -175,13 +169,10 @@ pub enum Command {
         /// Where to write summary.md and summary.json (default: reports/compare).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// The scenario folder used when no path is given (default: ./scenarios if it exists,
-        /// else the built-in suite).
-        #[arg(long)]
-        suite: Option<PathBuf>,
-        /// Print the summary as text (Markdown) or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        suite: SuiteArg,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Check scenarios' expectations over their seeds and profiles (exit 1 if any fails).
     /// A `healthy` scenario must finish without a stop even without an [expect] block.
@@ -202,13 +193,10 @@ pub enum Command {
         /// A Hermes config.yaml laid over every scenario's config.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// The scenario folder used when no path is given (default: ./scenarios if it exists,
-        /// else the built-in suite).
-        #[arg(long)]
-        suite: Option<PathBuf>,
-        /// Print the cases as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        suite: SuiteArg,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Run many seeds of each scenario with the simulator's invariants checked after every
     /// event; print every seed that breaks one (exit 1), with the event and a rerun line.
@@ -216,8 +204,8 @@ pub enum Command {
         /// Scenario files or folders (default: the suite).
         paths: Vec<PathBuf>,
         /// Seeds to run per scenario: START..END (END excluded), START..=END or one seed.
-        #[arg(long, default_value = "0..100")]
-        seeds: String,
+        #[arg(long, default_value = "0..100", value_parser = seeds_parser)]
+        seeds: Range<u64>,
         /// Also report seeds whose run fails the scenario's [expect] block.
         #[arg(long)]
         expectations: bool,
@@ -236,13 +224,10 @@ pub enum Command {
         /// governance too); scenarios it cannot express are left out, each with its reason.
         #[arg(long, value_parser = profile_parser())]
         profile: Option<ProfileName>,
-        /// The scenario folder used when no path is given (default: ./scenarios if it exists,
-        /// else the built-in suite).
-        #[arg(long)]
-        suite: Option<PathBuf>,
-        /// Print the findings as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        suite: SuiteArg,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Re-run a baseline's runs and fail when a metric got worse than allowed.
     Gate {
@@ -250,8 +235,8 @@ pub enum Command {
         #[arg(long)]
         baseline: PathBuf,
         /// Allowed increase per metric: `5%` (default) or `0.05`.
-        #[arg(long, default_value = "5%")]
-        max_increase: String,
+        #[arg(long, default_value = "5%", value_parser = fraction_parser)]
+        max_increase: f64,
         /// Fail on any change, better or worse, and on moved stops and warnings.
         #[arg(long)]
         fail_on_any_change: bool,
@@ -269,9 +254,8 @@ pub enum Command {
         /// exists, else the built-in suite; then the paths the baseline recorded).
         #[arg(long)]
         suite: Option<PathBuf>,
-        /// Print the changes as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Run a scenario under two engines and report identical traces or the first divergence.
     Diff {
@@ -294,9 +278,8 @@ pub enum Command {
         /// A live run's wall-clock limit in seconds.
         #[arg(long, default_value_t = 600.0)]
         timeout: f64,
-        /// Print the result as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Run a scenario through a real runtime's loop (the scripted model and tools served to
     /// it) and report it beside the simulation (docs/live.md).
@@ -318,9 +301,8 @@ pub enum Command {
         /// The live run's wall-clock limit in seconds.
         #[arg(long, default_value_t = 600.0)]
         timeout: f64,
-        /// Print the summary as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Serve a scenario's scripted model (OpenAI Chat Completions) and tools on loopback,
     /// for any runtime to run against (docs/live.md).
@@ -340,9 +322,8 @@ pub enum Command {
     List {
         /// A scenario folder (default: ./scenarios if it exists, else the built-in suite).
         dir: Option<PathBuf>,
-        /// Print the list as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Run the guardrail controller over JSON lines on stdin (docs/guard-protocol.md).
     Guard {
@@ -359,9 +340,8 @@ pub enum Command {
     /// List what loopsim knows: profiles, platforms, guardrail decision codes, exit reasons and
     /// the Hermes config keys the engine reads.
     Codes {
-        /// Print the lists as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Load and check scenarios, config files and traces without running anything.
     Validate {
@@ -371,9 +351,8 @@ pub enum Command {
         /// The profile a config file is checked under (default: every profile).
         #[arg(long, value_parser = profile_parser())]
         profile: Option<ProfileName>,
-        /// Print the results as text or JSON.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        output: FormatArg,
     },
     /// Write a commented scenario to start from.
     Init {
@@ -441,6 +420,49 @@ impl EngineArgs {
 pub enum Schedule {
     Fifo,
     Shuffle,
+}
+
+/// `--format`, the same for every command that prints a result.
+#[derive(clap::Args, Clone, Copy)]
+pub struct FormatArg {
+    /// Print the result as text (Markdown tables where there are tables) or JSON.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `--suite`, for the commands that run every scenario when given none.
+#[derive(clap::Args, Clone)]
+pub struct SuiteArg {
+    /// The scenario folder used when no scenario is given (default: ./scenarios if it exists,
+    /// else the built-in suite).
+    #[arg(long = "suite")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `--seeds START..END`, `START..=END` or one seed, made a range once, here.
+fn seeds_parser(s: &str) -> Result<Range<u64>, String> {
+    loopsim_report::sweep::parse_seeds(s).map_err(|e| e.to_string())
+}
+
+/// `--shard K/N`.
+fn shard_parser(s: &str) -> Result<(u64, u64), String> {
+    loopsim_report::sweep::parse_shard(s).map_err(|e| e.to_string())
+}
+
+/// `--max-increase`: a percentage (`5%`) or a fraction (`0.05`), not negative.
+fn fraction_parser(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v: f64 = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| {
+        format!("--max-increase `{s}`: expected a percentage like 5% or a fraction like 0.05")
+    })?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("--max-increase `{s}`: must not be negative"));
+    }
+    Ok(v)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -96,23 +96,6 @@ pub fn run_check(a: CheckArgs<'_>) -> Result<()> {
     Ok(())
 }
 
-fn parse_fraction(s: &str) -> Result<f64> {
-    let t = s.trim();
-    let v: f64 = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| {
-        anyhow::anyhow!(
-            "--max-increase `{s}`: expected a percentage like 5% or a fraction like 0.05"
-        )
-    })?;
-    if !(v.is_finite() && v >= 0.0) {
-        bail!("--max-increase `{s}`: must not be negative");
-    }
-    Ok(v)
-}
-
 /// The baseline's scenarios, found by name: with `--suite DIR`, in that folder; otherwise at
 /// the path the baseline recorded if a scenario of that name is there, else in the suite
 /// (`./scenarios` or the built-in one). A scenario whose content changed since the baseline
@@ -148,7 +131,8 @@ fn baseline_scenarios(b: &check::Baseline, suite: Option<&Path>) -> Result<Vec<S
 
 pub struct GateArgs<'a> {
     pub baseline: &'a Path,
-    pub max_increase: &'a str,
+    /// The allowed increase per metric, as a fraction.
+    pub max_increase: f64,
     pub any: bool,
     pub update: bool,
     pub bmf: Option<&'a PathBuf>,
@@ -158,7 +142,7 @@ pub struct GateArgs<'a> {
 }
 
 pub fn run_gate(a: GateArgs<'_>) -> Result<()> {
-    let tolerance = parse_fraction(a.max_increase)?;
+    let tolerance = a.max_increase;
     let path = a.baseline;
     let text = loopsim_world::input::read_bounded(path, 256 << 20, "baselines")
         .with_context(|| format!("{}: the baseline", path.display()))?;

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use loopsim_report::output::Outputs;
-use loopsim_report::sweep::parse_seeds;
 use loopsim_runner::explore::{self, ExploreOptions, Problem, shrink};
 
 use crate::args::Format;
@@ -15,7 +14,7 @@ use crate::out::{CheckFailed, emit, say, say_raw};
 
 pub struct Args<'a> {
     pub paths: &'a [PathBuf],
-    pub seeds: &'a str,
+    pub seeds: &'a std::ops::Range<u64>,
     pub expectations: bool,
     pub faults: bool,
     pub shrink: bool,
@@ -26,7 +25,7 @@ pub struct Args<'a> {
 }
 
 pub fn run(a: Args<'_>) -> Result<()> {
-    let seeds = parse_seeds(a.seeds).map_err(|e| anyhow::anyhow!("--seeds: {e}"))?;
+    let seeds = a.seeds.clone();
     let scenarios = inputs::scenarios(a.paths, a.suite)?;
     let opts = ExploreOptions {
         expectations: a.expectations,

@@ -29,12 +29,12 @@ struct Manifest {
 pub struct Args<'a> {
     pub paths: &'a [PathBuf],
     pub grid: &'a [String],
-    pub seeds: &'a str,
+    pub seeds: &'a std::ops::Range<u64>,
     pub profiles: &'a [String],
     pub platform: Option<&'a str>,
     pub config: Option<&'a Path>,
     pub out: Option<&'a PathBuf>,
-    pub shard: Option<&'a str>,
+    pub shard: Option<(u64, u64)>,
     pub suite: Option<&'a Path>,
     pub format: Format,
 }
@@ -45,9 +45,9 @@ pub fn run(a: Args<'_>) -> Result<()> {
         .iter()
         .map(|g| sweep::Axis::parse(g))
         .collect::<Result<_, _>>()?;
-    let seeds = sweep::parse_seeds(a.seeds)?;
+    let seeds = a.seeds.clone();
     let profiles = sweep::parse_profiles(a.profiles)?;
-    let shard = a.shard.map(sweep::parse_shard).transpose()?;
+    let shard = a.shard;
     inputs::check_platform(a.platform)?;
     let user = inputs::user_config(a.config)?;
     let loaded = inputs::scenarios(a.paths, a.suite)?;
