@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use gungraun::{library_benchmark, library_benchmark_group, main};
 use loopsim_engine::config::EngineConfig;
-use loopsim_engine::guard::GuardSession;
+use loopsim_engine::guard_protocol::GuardSession;
 use loopsim_engine::guardrails::{CallFacts, Controller, GuardrailConfig, GuardrailRules};
 use loopsim_engine::json::{self, Value};
 use loopsim_engine::profile::ProfileName;

@@ -89,7 +89,7 @@ pub fn benches(c: &mut Criterion) {
 /// incident scenario under hermes-0.19.0 with each engine (best of `runs`, process start
 /// included for the bridge). Returns (builtin ns, bridge ns) per decision.
 pub fn bridge_cost(python: &std::path::Path, runs: usize) -> Result<(f64, f64), String> {
-    use loopsim_world::bridge::EngineChoice;
+    use loopsim_world::engine_bridge::EngineChoice;
     let sc = incident();
     let profile = Some(loopsim_engine::profile::ProfileName::Hermes0_19_0);
     let time = |engine: EngineChoice| -> Result<(f64, u64), String> {

@@ -1,4 +1,6 @@
 //! The command line: every command, argument and flag, with its help text.
+// Its doc comments are the command line's help text, written for a terminal, not rustdoc.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::ops::Range;
 use std::path::PathBuf;

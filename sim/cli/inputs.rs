@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use loopsim_engine::profile::ProfileName;
-use loopsim_world::bridge::EngineChoice;
+use loopsim_world::engine_bridge::EngineChoice;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::RunOptions;
 use loopsim_world::user_config::UserConfig;

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     }
     // Ctrl-C, SIGTERM or SIGHUP: no temporary of an unfinished output stays behind.
     let _ = ctrlc::set_handler(|| {
-        loopsim_live::bridge_run::kill_children();
+        loopsim_live::runtime_run::kill_children();
         loopsim_world::temporaries::remove_all();
         std::process::exit(130);
     });

@@ -13,7 +13,7 @@ use std::path::Path;
 use common::{loopsim_in, root, scenario_files};
 use loopsim_engine::config::EngineConfig;
 use loopsim_engine::config::keys::{self, Scope};
-use loopsim_engine::guard::GuardSession;
+use loopsim_engine::guard_protocol::GuardSession;
 use loopsim_engine::profile::ProfileName;
 use loopsim_world::rng::stream;
 use loopsim_world::scenario::Scenario;

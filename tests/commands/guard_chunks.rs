@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use loopsim_engine::config::EngineConfig;
-use loopsim_engine::guard::GuardSession;
+use loopsim_engine::guard_protocol::GuardSession;
 use loopsim_engine::profile::ProfileName;
 
 /// The CLI's read size.

@@ -1,5 +1,5 @@
 //! Where a Hermes compaction cuts a conversation: the engine's
-//! [`loopsim_engine::turn::compaction::plan`] against Hermes 0.19.0's own `ContextCompressor`
+//! [`loopsim_engine::turn::compaction_plan::plan`] against Hermes 0.19.0's own `ContextCompressor`
 //! (`tests/conformance/compaction_driver.py`) on thousands of generated conversations.
 
 use crate::common;
@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use common::{Venv, python_or_skip, root};
-use loopsim_engine::turn::compaction::{Message, Plan, Role, SUMMARY_FRAME_TOKENS, plan};
+use loopsim_engine::turn::compaction_plan::{Message, Plan, Role, SUMMARY_FRAME_TOKENS, plan};
 use loopsim_engine::turn::compression::Compression;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};

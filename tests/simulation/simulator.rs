@@ -10,12 +10,12 @@ use common::{root, scenario_files};
 use std::process::Command;
 
 use loopsim_engine::profile::ProfileName;
-use loopsim_world::expect;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary, Status, run};
 use loopsim_world::trace::{SharedBuf, TraceWriter};
 use loopsim_world::user_config::UserConfig;
+use loopsim_world::verdict;
 
 fn scenario(name: &str) -> Scenario {
     Scenario::load(&root().join("scenarios").join(format!("{name}.toml"))).unwrap()
@@ -46,7 +46,7 @@ fn every_scenario_meets_its_expectations_and_is_deterministic() {
         let (s2, t2) = run_mem(&sc, &RunOptions::default());
         assert_eq!(t1, t2, "{}: same seed, different trace", p.display());
         assert_eq!(s1, s2);
-        let verdicts = expect::check(&sc.file.expect, &s1);
+        let verdicts = verdict::check(&sc.file.expect, &s1);
         assert!(
             !verdicts.is_empty(),
             "{}: a scenario must expect something",

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use anyhow::Result;
 use loopsim_engine::profile::{Profile, ProfileName, Runtime};
 use loopsim_engine::turn::ExitReason;
+use loopsim_report::comparison::{Comparison, Outcome, Row};
 use loopsim_report::metrics::RunMetrics;
-use loopsim_report::runtimes::{Comparison, Outcome, Row};
 use loopsim_world::scenario::{Label, Scenario};
 use loopsim_world::sim::RunOptions;
 use loopsim_world::user_config::UserConfig;
@@ -75,7 +75,7 @@ fn outcome(sc: &Scenario, profile: ProfileName) -> Result<Outcome> {
         let (key, lifted) = cap_key(profile);
         let uncapped = UserConfig::parse(&lifted, "(no cap)")?;
         let free = run_one(sc, profile, Some(Arc::new(uncapped)))?;
-        if loopsim_report::runtimes::stopped_by(&free).is_none() {
+        if loopsim_report::comparison::stopped_by(&free).is_none() {
             let needed = profile.runtime().cap_for_calls(free.parent_calls);
             let mut setting = format!("{key}: {needed}");
             let tokens = free.input_tokens + free.output_tokens;

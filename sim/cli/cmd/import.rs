@@ -249,7 +249,7 @@ pub fn run(
         "as recorded: {} calls, {} input tokens, {}, {:.1} min; exits {}",
         s.total.model_calls,
         s.total.input_tokens,
-        loopsim_report::summary::usd(s.total.cost_usd(), s.price_unknown),
+        loopsim_report::terminal::usd(s.total.cost_usd(), s.price_unknown),
         s.duration_us as f64 / 60e6,
         s.agents[0].exit_reasons.join(", ")
     );

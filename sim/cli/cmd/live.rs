@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use loopsim_engine::profile::{ProfileName, Runtime};
-use loopsim_live::bridge_run::{self, LiveOptions, LiveRun};
 use loopsim_live::compare::{self, Divergence};
+use loopsim_live::runtime_run::{self, LiveOptions, LiveRun};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::trace::{self, EventKind, Header};
 use serde_json::{Value, json};
@@ -124,7 +124,7 @@ pub fn run_both(
     // A server serves one scenario for the life of the process.
     let sc: &'static Scenario = Box::leak(Box::new(inputs::scenario(path)?));
     let live_runtime = parse_runtime(runtime)?;
-    if let Some(why) = bridge_run::unsupported(sc, live_runtime.runtime) {
+    if let Some(why) = runtime_run::unsupported(sc, live_runtime.runtime) {
         bail!(why);
     }
     inputs::check_platform(args.platform.as_deref())?;
@@ -153,7 +153,7 @@ pub fn run_both(
     let (_, sim_trace) = run_to_memory(sc, &opts)?;
     let sim_wall = started.elapsed();
     let simulated = trace_events(&sim_trace);
-    let live = bridge_run::run(
+    let live = runtime_run::run(
         sc,
         &LiveOptions {
             runtime: live_runtime.runtime,
@@ -490,7 +490,7 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
     let profile = args.profile.unwrap_or(LIVE_PROFILE);
     if let Some(why) = sc
         .unsupported_under(profile)
-        .or_else(|| bridge_run::unsupported(sc, profile.runtime()))
+        .or_else(|| runtime_run::unsupported(sc, profile.runtime()))
     {
         bail!(why);
     }
@@ -501,7 +501,7 @@ pub fn serve(path: &Path, args: &EngineArgs, seed: Option<u64>, listen: &str) ->
         );
     }
     let opts = inputs::run_options(args)?;
-    let world = bridge_run::world_for(
+    let world = runtime_run::world_for(
         sc,
         seed.unwrap_or(sc.file.seed),
         profile,

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use loopsim_report::markdown::ReportRun;
 use loopsim_report::metrics::RunMetrics;
 use loopsim_report::output::Outputs;
-use loopsim_world::bridge::EngineChoice;
+use loopsim_world::engine_bridge::EngineChoice;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::{RunOptions, RunSummary};
@@ -241,7 +241,7 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
         return Ok(());
     }
     let unknown = before.price_unknown || after.price_unknown;
-    let usd = |x: f64| loopsim_report::summary::usd(x, unknown);
+    let usd = |x: f64| loopsim_report::terminal::usd(x, unknown);
     let row = |name: &str, s: &RunSummary| {
         let p = &s.agents[0];
         format!(

@@ -8,7 +8,7 @@ use loopsim_engine::profile::ProfileName;
 use loopsim_report::markdown::ReportRun;
 use loopsim_report::metrics::RunMetrics;
 use loopsim_report::output::Outputs;
-use loopsim_world::bridge::EngineChoice;
+use loopsim_world::engine_bridge::EngineChoice;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::RunOptions;
 
@@ -213,7 +213,7 @@ pub fn run(a: Args<'_>) -> Result<()> {
         Format::Text => {
             say_raw!(
                 "{}",
-                loopsim_report::summary::render(&report_runs[0].summary, &verdicts, &rerun)
+                loopsim_report::terminal::render(&report_runs[0].summary, &verdicts, &rerun)
             );
             if report_runs.len() > 1 {
                 say!();

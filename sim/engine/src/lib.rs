@@ -37,14 +37,14 @@
 //! ```
 
 pub mod budget;
+pub mod call_limits;
 pub mod config;
 pub mod delegation;
 pub mod engine;
-pub mod guard;
+pub mod guard_protocol;
 pub mod guardrails;
 pub mod hash;
 pub mod json;
-pub mod limits;
 pub mod observation;
 pub mod platform;
 pub mod profile;

@@ -454,7 +454,7 @@ pub struct GraphLayout {
 }
 
 impl GraphLayout {
-    /// `limit` with `(before, after)` hook nodes per round ([`crate::limits::CallLimits::graph_hooks`]).
+    /// `limit` with `(before, after)` hook nodes per round ([`crate::call_limits::CallLimits::graph_hooks`]).
     pub fn create_agent(limit: u64, (before_model, after_model): (u64, u64)) -> GraphLayout {
         GraphLayout {
             limit,

@@ -8,7 +8,7 @@ mod common;
 
 use common::jsongen::{self, mutate};
 use loopsim_engine::config::EngineConfig;
-use loopsim_engine::guard::GuardSession;
+use loopsim_engine::guard_protocol::GuardSession;
 use loopsim_engine::profile::ProfileName;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};

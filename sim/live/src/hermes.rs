@@ -1,8 +1,8 @@
 //! The Hermes side of live mode: `bridges/hermes/live.py`, the config.yaml it gives Hermes, and
 //! what a scenario asks of live Hermes that it cannot do yet. Running the bridge is
-//! [`crate::bridge_run`]'s.
+//! [`crate::runtime_run`]'s.
 
-use loopsim_world::bridge::node_to_json;
+use loopsim_world::engine_bridge::node_to_json;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::user_config::UserConfig;
 use serde_json::{Value, json};
@@ -79,7 +79,7 @@ pub fn config_yaml(sc: &Scenario, user: Option<&UserConfig>, base_url: &str) -> 
     let window = window_of(sc, "parent").unwrap_or(1_000_000);
     // Compression summaries go to a model of their own, so the server tells them from the
     // agents' calls; its window is the run's, so Hermes probes no endpoint for it.
-    let mut compression = aux(crate::world::COMPRESSION_MODEL);
+    let mut compression = aux(crate::live_world::COMPRESSION_MODEL);
     compression["context_length"] = json!(window);
     auxiliary.insert("compression".into(), compression);
     let mut cfg = json!({
@@ -110,7 +110,7 @@ pub fn config_yaml(sc: &Scenario, user: Option<&UserConfig>, base_url: &str) -> 
 /// The bridge's spec: where loopsim is, the config, the task and the later turns.
 pub fn spec(
     sc: &Scenario,
-    opts: &crate::bridge_run::LiveOptions,
+    opts: &crate::runtime_run::LiveOptions,
     server: &str,
     base_url: &str,
 ) -> Value {
@@ -120,9 +120,9 @@ pub fn spec(
         "model": sc.file.agents["parent"].model.get_ref(),
         "config_yaml": config_yaml(sc, opts.config.as_deref(), base_url),
         "platform": opts.platform.clone().or_else(|| sc.file.platform.clone()).unwrap_or_else(|| "cli".into()),
-        "task": crate::bridge_run::task(sc),
+        "task": crate::runtime_run::task(sc),
         "max_background_turns": if background { 16 } else { 0 },
-        "user_turns": crate::bridge_run::user_turns(sc),
+        "user_turns": crate::runtime_run::user_turns(sc),
         // Background children run at the dispatcher's virtual pace, so a large fan-out may still
         // be working when the turn ends: wait for each completion up to this many seconds.
         "background_wait_s": 300,

@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use loopsim_live::openai::ChatRequest;
-//! use loopsim_live::world::LiveWorld;
+//! use loopsim_live::live_world::LiveWorld;
 //! use loopsim_engine::profile::ProfileName;
 //! use loopsim_world::scenario::Scenario;
 //!
@@ -37,14 +37,14 @@
 //! assert_eq!(reply.prompt_tokens, 1000);
 //! ```
 
-pub mod bridge_run;
 pub mod compare;
 pub mod estimate;
 pub mod hermes;
+pub mod live_world;
 pub mod openai;
 pub mod openai_agents;
 pub mod openhands;
 pub mod pydantic_ai;
+pub mod runtime_run;
 pub mod server;
 pub mod smolagents;
-pub mod world;

@@ -16,8 +16,8 @@ use axum::routing::{get, post};
 use loopsim_engine::retry::ProviderFault;
 use serde_json::{Value, json};
 
+use crate::live_world::{LiveError, LiveWorld};
 use crate::openai::ChatRequest;
-use crate::world::{LiveError, LiveWorld};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]

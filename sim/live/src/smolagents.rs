@@ -3,7 +3,7 @@
 //! `Tool`s.
 //!
 //! smolagents speaks to the model differently from the other runtimes, and the live world
-//! follows it ([`crate::world::LiveWorld::for_runtime`]): the model answers by calling the
+//! follows it ([`crate::live_world::LiveWorld::for_runtime`]): the model answers by calling the
 //! `final_answer` tool, tool results come back as a user message without call ids, and a
 //! tool is not told its call's id (the bridge's tools ask for their result by tool and
 //! arguments, which the world matches to the call it issued).

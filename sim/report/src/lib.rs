@@ -5,15 +5,15 @@
 //! reports, baselines and the gate, and output files written all or nothing. Nothing here
 //! runs the simulator in bulk: `loopsim-runner` does, and hands its results here.
 
+pub mod chart;
 pub mod check;
+pub mod comparison;
 pub mod markdown;
 pub mod metrics;
 pub mod output;
-pub mod plot;
 pub mod plots;
 pub mod range;
 pub mod report_files;
-pub mod runtimes;
 pub mod shell;
-pub mod summary;
 pub mod sweep;
+pub mod terminal;

@@ -2,11 +2,11 @@
 
 use std::fmt::Write as _;
 
-use loopsim_world::expect::Verdict;
 use loopsim_world::sim::RunSummary;
+use loopsim_world::verdict::Verdict;
 
 use crate::metrics::RunMetrics;
-use crate::summary::usd;
+use crate::terminal::usd;
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or("-".into(), |v| v.to_string())
@@ -204,7 +204,7 @@ fn agents_table(o: &mut String, r: &ReportRun, unknown: bool) {
             a.exit_reasons.join(", ")
         );
     }
-    if let Some(line) = crate::summary::provider_errors(first) {
+    if let Some(line) = crate::terminal::provider_errors(first) {
         let _ = writeln!(o, "\n{line}");
     }
 }

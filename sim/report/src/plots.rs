@@ -5,7 +5,7 @@ use std::path::Path;
 use loopsim_engine::budget::UNLIMITED;
 use loopsim_world::sim::{RunSummary, SpanKind};
 
-use crate::plot::{
+use crate::chart::{
     self, BudgetLine, Marker, MarkerKind, ParetoPoint, PlotError, Series, TimeAxis, TimelineRow,
 };
 use crate::sweep::{Aggregate, SweepSpec};
@@ -101,7 +101,7 @@ pub fn run_plots_labeled(
             .collect();
         let busy: Vec<(f64, f64)> = runs.iter().flat_map(busy_spans).collect();
         let end = runs.iter().map(|s| min(s.duration_us)).fold(0.0, f64::max);
-        files.extend(plot::cost_over_time_on(
+        files.extend(chart::cost_over_time_on(
             dir,
             "cost",
             &format!("{}: cumulative cost", first.scenario),
@@ -117,14 +117,14 @@ pub fn run_plots_labeled(
         };
         let axis = TimeAxis::compress_idle(&busy_spans(run), min(run.duration_us));
         let name = run_name(run, &label.label);
-        files.extend(plot::agent_timeline_on(
+        files.extend(chart::agent_timeline_on(
             dir,
             &format!("timeline{suffix}"),
             &format!("{}: what each agent was doing ({name})", run.scenario),
             &timeline_rows(run),
             &axis,
         )?);
-        files.extend(plot::budget_used_over_time(
+        files.extend(chart::budget_used_over_time(
             dir,
             &format!("budget{suffix}"),
             &format!("{}: iterations used per turn ({name})", run.scenario),
@@ -253,9 +253,9 @@ fn timeline_rows(run: &RunSummary) -> Vec<TimelineRow> {
                 .iter()
                 .map(|&(a, b, k)| {
                     let kind = match k {
-                        SpanKind::Model => plot::SpanKind::Model,
-                        SpanKind::Tool => plot::SpanKind::Tool,
-                        SpanKind::Waiting => plot::SpanKind::Waiting,
+                        SpanKind::Model => chart::SpanKind::Model,
+                        SpanKind::Tool => chart::SpanKind::Tool,
+                        SpanKind::Waiting => chart::SpanKind::Waiting,
                     };
                     (min(a), min(b), kind)
                 })
@@ -376,7 +376,7 @@ pub fn sweep_plots(
                 x.values.iter().map(|xv| cell(xv, yv, &f)).collect()
             };
             files.extend(match y {
-                Some(y) => plot::heatmap(
+                Some(y) => chart::heatmap(
                     dir,
                     &stem,
                     &title,
@@ -388,7 +388,7 @@ pub fn sweep_plots(
                     value_label,
                     percent,
                 )?,
-                None => plot::heatmap_row(
+                None => chart::heatmap_row(
                     dir,
                     &stem,
                     &title,
@@ -401,7 +401,7 @@ pub fn sweep_plots(
             });
         }
     }
-    files.extend(plot::pareto(
+    files.extend(chart::pareto(
         dir,
         "pareto",
         &format!(

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use loopsim_world::expect::Verdict;
 use loopsim_world::sim::RunSummary;
+use loopsim_world::verdict::Verdict;
 
 use crate::markdown::ReportRun;
 use crate::metrics;

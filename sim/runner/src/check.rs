@@ -7,10 +7,10 @@ use loopsim_engine::profile::ProfileName;
 use loopsim_report::check::{Case, CheckError, CoverageRow};
 use loopsim_report::metrics::RunMetrics;
 use loopsim_report::shell::quote;
-use loopsim_world::expect::{self, Verdict};
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{RunOptions, run};
 use loopsim_world::trace::TraceWriter;
+use loopsim_world::verdict::{self, Verdict};
 use rayon::prelude::*;
 
 /// The expectations of a scenario's run: its `[expect]` block (or, for a run under another
@@ -55,7 +55,7 @@ pub fn block_verdicts(
     {
         expect.no_hard_stop = Some(true);
     }
-    expect::check(&expect, summary)
+    verdict::check(&expect, summary)
 }
 
 /// One run `loopsim check` makes of a scenario.

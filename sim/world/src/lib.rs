@@ -30,10 +30,9 @@
 //! assert_eq!(s.parent_exit_reason, "text_response(finish_reason=stop)");
 //! ```
 
-pub mod bridge;
 pub mod clock;
 pub mod coverage;
-pub mod expect;
+pub mod engine_bridge;
 pub mod faults;
 pub mod guard_log;
 pub mod input;
@@ -48,3 +47,4 @@ pub mod sim;
 pub mod temporaries;
 pub mod trace;
 pub mod user_config;
+pub mod verdict;

@@ -133,7 +133,7 @@ fn other_limits(c: &EngineConfig) -> Vec<String> {
 }
 
 /// The opt-in call limits that are set, one line each.
-fn call_limits(l: &loopsim_engine::limits::CallLimits) -> Vec<String> {
+fn call_limits(l: &loopsim_engine::call_limits::CallLimits) -> Vec<String> {
     let mut out = Vec::new();
     let u = &l.usage;
     for (key, v) in [

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 
 use anyhow::{Context, Result};
-use loopsim_engine::guard::Line;
+use loopsim_engine::guard_protocol::Line;
 
 /// The longest request line `guard` reads.
 pub const MAX_LINE: usize = 64 << 20;

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 use loopsim_engine::config::EngineConfig;
-use loopsim_engine::guard::GuardSession;
+use loopsim_engine::guard_protocol::GuardSession;
 use loopsim_engine::profile::ProfileName;
 
 use crate::inputs;

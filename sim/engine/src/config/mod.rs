@@ -79,7 +79,7 @@ pub struct EngineConfig {
     /// OpenHands' stuck detector (`None`: off, or a runtime without one).
     pub stuck: Option<crate::stuck::StuckThresholds>,
     /// Opt-in call limits (Pydantic AI's token and tool-call limits, LangChain's middleware).
-    pub limits: crate::limits::CallLimits,
+    pub limits: crate::call_limits::CallLimits,
     /// How the runtime retries provider errors (`agent.api_max_retries` sets the attempts);
     /// `None` for a runtime whose retries loopsim has not proved.
     pub provider_retry: Option<crate::retry::ProviderRetry>,
@@ -125,7 +125,7 @@ impl EngineConfig {
             hard_stop_rule: HardStopRule::Configured,
             observation: p.observation,
             stuck: p.stuck_detection,
-            limits: crate::limits::CallLimits::default(),
+            limits: crate::call_limits::CallLimits::default(),
             provider_retry: p.provider_retry,
             compression: (p.runtime == crate::profile::Runtime::Hermes)
                 .then(crate::turn::compression::Compression::default),

@@ -7,12 +7,12 @@
 //! summary of 20% of what it replaces, between 2,000 tokens and 5% of the window or 10,000)
 //! and the turn loop's three compression attempts per turn. `compression.threshold` and
 //! `compression.target_ratio` set the first two (`config`). What a compaction keeps is
-//! decided message by message ([`super::compaction`]); when one is made, skipped or given
+//! decided message by message ([`super::compaction_plan`]); when one is made, skipped or given
 //! up on follows the compressor's memory of the session ([`Session`]).
 
 #[cfg(test)]
-use super::compaction::SUMMARY_FRAME_TOKENS;
-use super::compaction::{self, Message, Plan};
+use super::compaction_plan::SUMMARY_FRAME_TOKENS;
+use super::compaction_plan::{self, Message, Plan};
 
 /// Compression settings (Hermes's defaults).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,14 +113,14 @@ impl Compression {
 
     /// Compacts `msgs` (the conversation after the system prompt) after `made` earlier
     /// compactions in the session; `None` when there is nothing to summarise
-    /// ([`compaction::plan`]).
+    /// ([`compaction_plan::plan`]).
     pub fn compact(&self, window: u64, msgs: &[Message], made: u32) -> Option<Compacted> {
         let Plan::Summarise { pruned, start, end } =
-            compaction::plan(msgs, made, self.tail_tokens(window))
+            compaction_plan::plan(msgs, made, self.tail_tokens(window))
         else {
             return None;
         };
-        let read = compaction::summarised(&pruned, start, end);
+        let read = compaction_plan::summarised(&pruned, start, end);
         // Hermes sizes the summary from the messages printed whole (their keys too).
         let content: u64 = read.iter().map(|m| m.tokens + MESSAGE_KEYS).sum();
         let summary = self.summary_tokens(window, content);
@@ -129,7 +129,7 @@ impl Compression {
             .map(|m| m.tokens.min(SUMMARY_MESSAGE_CAP) + SUMMARY_MESSAGE_LABEL)
             .sum();
         Some(Compacted {
-            messages: compaction::compacted(msgs, &pruned, start, end, summary),
+            messages: compaction_plan::compacted(msgs, &pruned, start, end, summary),
             summary_input: SUMMARY_PROMPT_TOKENS + prompt,
             summary,
         })

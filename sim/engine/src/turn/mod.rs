@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use crate::budget::IterationBudget;
-use crate::limits::LimitStop;
+use crate::call_limits::LimitStop;
 use crate::profile::GraphLayout;
 
 pub mod batch;
-pub mod compaction;
+pub mod compaction_plan;
 pub mod compression;
 mod exit;
 pub mod invalid_calls;

@@ -311,7 +311,7 @@ mod governor {
 
     #[test]
     fn a_limit_hook_acts_only_if_its_step_runs() {
-        use crate::limits::{LimitStop, Limited};
+        use crate::call_limits::{LimitStop, Limited};
         // Tool-call limit's hook right after the model's step, at recursion_limit 3 with
         // (0, 1) hooks: model at 1, hook at 2, tools at 3.
         let end = LimitStop::End(Limited::ToolCalls);

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use loopsim_world::expect::Verdict;
+use loopsim_world::verdict::Verdict;
 use serde::Serialize;
 
 use crate::metrics::RunMetrics;

@@ -14,13 +14,13 @@ use crate::shell::quote;
 
 mod aggregate;
 pub mod grid;
-mod summary;
+mod summary_md;
 
 pub use aggregate::{
     Aggregate, Aggregator, OWN_PROFILES, aggregate, mark_pareto, recommend, to_csv as aggregate_csv,
 };
 pub use grid::{Axis, GridReport};
-pub use summary::summary_md;
+pub use summary_md::summary_md;
 
 /// A sweep that cannot run as asked.
 #[derive(Debug, thiserror::Error)]

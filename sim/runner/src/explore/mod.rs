@@ -34,11 +34,11 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use loopsim_engine::profile::ProfileName;
-use loopsim_world::expect::Verdict;
 use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::{InvariantChecks, RunError, RunOptions, Violation, WrongPort, run};
 use loopsim_world::trace::TraceWriter;
 use loopsim_world::user_config::UserConfig;
+use loopsim_world::verdict::Verdict;
 use rayon::prelude::*;
 use serde::Serialize;
 

@@ -1,10 +1,10 @@
 //! The agent's context before each model call: Hermes's compaction of the conversation,
-//! message by message ([`loopsim_engine::turn::compaction`]), with the compressor's memory of
+//! message by message ([`loopsim_engine::turn::compaction_plan`]), with the compressor's memory of
 //! the session ([`Session`]); the article loop's trimming; and the turn that dies of its
 //! context.
 
 use loopsim_engine::observation::trimmed_context;
-use loopsim_engine::turn::compaction::Message;
+use loopsim_engine::turn::compaction_plan::Message;
 use loopsim_engine::turn::compression::{Gate, Session};
 
 use super::{CompressionCall, ContextGate, ScriptedAgent, stream};

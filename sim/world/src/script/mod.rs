@@ -37,7 +37,7 @@
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::{self, Value};
 use loopsim_engine::observation::{ObservationRules, cut_head, cut_tokens};
-use loopsim_engine::turn::compaction::Message;
+use loopsim_engine::turn::compaction_plan::Message;
 use loopsim_engine::turn::compression::Compression;
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;

@@ -17,9 +17,9 @@ use loopsim_engine::delegation::{Admission, ChildBudget};
 use loopsim_engine::guardrails::{Action, CallFacts, Controller, DecisionCode, NoticeKind};
 
 use crate::guard_log::{GuardCall, Logged};
+use loopsim_engine::call_limits::{LimitCounter, LimitStop, Tools};
 use loopsim_engine::hash::Signature;
 use loopsim_engine::json::Value;
-use loopsim_engine::limits::{LimitCounter, LimitStop, Tools};
 use loopsim_engine::observation::FailureStreaks;
 use loopsim_engine::stuck::{Check, LogEvent, StuckDetector};
 use loopsim_engine::turn::{
@@ -186,7 +186,7 @@ struct World<'s> {
     config_hash: String,
     /// The user's config file and its hash, for the settings in reports.
     config_file: Option<(String, String)>,
-    bridge: Option<crate::bridge::Bridge>,
+    bridge: Option<crate::engine_bridge::Bridge>,
     /// Guardrail decisions come from the record (an imported scenario run as written).
     recorded: bool,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
@@ -214,7 +214,7 @@ impl<'s> World<'s> {
             && opts.profile.is_none()
             && opts.config.is_none()
             && opts.platform.is_none()
-            && matches!(opts.engine, crate::bridge::EngineChoice::Builtin);
+            && matches!(opts.engine, crate::engine_bridge::EngineChoice::Builtin);
         let profile = opts.profile.unwrap_or(sc.profile);
         if let Some(why) = sc.unsupported_under(profile) {
             return Err(RunError::Unsupported(why));
@@ -238,11 +238,11 @@ impl<'s> World<'s> {
             cfg.max_iterations = loopsim_engine::budget::UNLIMITED;
         }
         let bridge = match &opts.engine {
-            crate::bridge::EngineChoice::Builtin => None,
-            crate::bridge::EngineChoice::HermesPython { python, adapter } => {
+            crate::engine_bridge::EngineChoice::Builtin => None,
+            crate::engine_bridge::EngineChoice::HermesPython { python, adapter } => {
                 let merged = sc.config_node_over(opts.config.as_deref());
                 let section = merged.get("tool_loop_guardrails");
-                Some(crate::bridge::Bridge::start(
+                Some(crate::engine_bridge::Bridge::start(
                     python,
                     adapter,
                     profile.as_str(),

@@ -20,7 +20,7 @@ pub struct RunOptions {
     /// Keep per-agent time series (cost, budget, activity spans) for plots.
     pub record_series: bool,
     /// Which engine decides the guardrails.
-    pub engine: crate::bridge::EngineChoice,
+    pub engine: crate::engine_bridge::EngineChoice,
     /// A deliberately wrong port, for tests that prove a live diff catches one.
     pub wrong_port: Option<WrongPort>,
     /// Where to write every call to the agents' guardrail engines (the benches replay them).
@@ -210,7 +210,7 @@ pub enum RunError {
     #[error("engine {engine}: {error}")]
     Engine { engine: String, error: String },
     #[error(transparent)]
-    Bridge(#[from] crate::bridge::BridgeError),
+    Bridge(#[from] crate::engine_bridge::BridgeError),
     /// The scenario uses a mechanism the profile's runtime does not have.
     #[error("{0}")]
     Unsupported(String),

@@ -2,7 +2,7 @@
 //! runtime (`Runner.run(..., max_turns=25)` is `max_turns: 25`), read on top of the profile's
 //! defaults. Hermes's keys are read by [`super::read`]; a runtime reads only its own table.
 
-mod limits;
+mod limit_settings;
 
 use super::keys::{KeyKind, KeySpec, ReadBy, nearest};
 use super::{ConfigError, ConfigNote, EngineConfig};

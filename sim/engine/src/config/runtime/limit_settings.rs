@@ -5,7 +5,7 @@
 use super::super::keys::nearest;
 use super::super::{ConfigError, ConfigNote, EngineConfig};
 use super::{MODEL_CALL_EXITS, TOOL_CALL_EXITS};
-use crate::limits::{ExitBehavior, ModelCallLimit, ToolCallLimit};
+use crate::call_limits::{ExitBehavior, ModelCallLimit, ToolCallLimit};
 use crate::profile::{GraphLayout, recursion_limit_cap};
 use crate::yaml::{Node, Yaml};
 

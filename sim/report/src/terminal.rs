@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use loopsim_world::expect::Verdict;
 use loopsim_world::model::Usage;
 use loopsim_world::sim::RunSummary;
+use loopsim_world::verdict::Verdict;
 
 fn mins(us: u64) -> String {
     format!("{:.1} min", us as f64 / 60e6)

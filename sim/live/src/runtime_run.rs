@@ -17,8 +17,8 @@ use loopsim_world::trace::Event;
 use loopsim_world::user_config::UserConfig;
 use serde_json::Value;
 
+use crate::live_world::LiveWorld;
 use crate::server::{self, ServeError};
-use crate::world::LiveWorld;
 
 /// How long a live run may take before it is killed (wall clock).
 pub const DEFAULT_TIMEOUT: WallDuration = WallDuration::from_secs(600);
@@ -151,7 +151,7 @@ pub fn sdk_spec(sc: &Scenario, opts: &LiveOptions, server: &str) -> Result<Value
 /// The opt-in call limits as a bridge passes them to its runtime, in the runtime's own
 /// argument names (a thread limit is passed as the run limit it acts as without a
 /// checkpointer).
-fn limits_spec(l: &loopsim_engine::limits::CallLimits) -> Value {
+fn limits_spec(l: &loopsim_engine::call_limits::CallLimits) -> Value {
     let u = &l.usage;
     serde_json::json!({
         "usage": {

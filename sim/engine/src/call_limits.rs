@@ -8,7 +8,7 @@
 //! what it used; [`LimitCounter`] says whether the run goes on.
 //!
 //! ```
-//! use loopsim_engine::limits::{CallLimits, LimitCounter, LimitStop, Tools, UsageLimits};
+//! use loopsim_engine::call_limits::{CallLimits, LimitCounter, LimitStop, Tools, UsageLimits};
 //! use loopsim_engine::turn::LimitError;
 //!
 //! let limits = CallLimits {

@@ -18,7 +18,7 @@
 //!    summarise.
 //!
 //! ```
-//! use loopsim_engine::turn::compaction::{Message, Plan, plan};
+//! use loopsim_engine::turn::compaction_plan::{Message, Plan, plan};
 //!
 //! // A task, then nine rounds of a call and its 5,000-token result.
 //! let mut msgs = vec![Message::user(120)];
