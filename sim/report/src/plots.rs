@@ -849,10 +849,10 @@ mod tests {
             profiles: vec![],
             platform: None,
             config: None,
-            axes: vec![Axis {
-                key: "tool_loop_guardrails.hard_stop_after.idempotent_no_progress".into(),
-                values: ["2", "3", "4", "5", "6"].map(String::from).to_vec(),
-            }],
+            axes: vec![
+                Axis::parse("tool_loop_guardrails.hard_stop_after.idempotent_no_progress=2..=6")
+                    .unwrap(),
+            ],
             seeds: (0, 4),
             baseline: vec![],
         };

@@ -30,8 +30,8 @@ pub fn plan(spec: &SweepSpec) -> Result<Plan, SweepError> {
         .and_then(|n| n.checked_mul(profiles.len() as u64))
         .and_then(|n| n.checked_mul(seeds))
         .ok_or_else(|| SweepError::Size("the sweep has more jobs than can be counted".into()))?;
-    let settings = spec.settings();
-    let labels = settings.iter().map(|s| setting_label(s)).collect();
+    let settings = spec.setting_values();
+    let labels = spec.settings().iter().map(|s| setting_label(s)).collect();
     Ok(Plan {
         settings,
         labels,
@@ -43,7 +43,8 @@ pub fn plan(spec: &SweepSpec) -> Result<Plan, SweepError> {
 
 /// Every job of a sweep in its fixed order: setting, scenario, profile, seed.
 pub struct Plan {
-    settings: Vec<Vec<(String, String)>>,
+    /// Each setting as its value's number on each axis (the baseline: none).
+    settings: Vec<Vec<usize>>,
     labels: Vec<String>,
     profiles: Vec<Option<ProfileName>>,
     scenarios: u64,
@@ -91,7 +92,8 @@ impl Plan {
         }
     }
 
-    pub fn setting(&self, i: usize) -> &[(String, String)] {
+    /// Setting `i` as its value's number on each axis, in axis order (empty: the baseline).
+    pub fn setting(&self, i: usize) -> &[usize] {
         &self.settings[i]
     }
 
@@ -154,9 +156,8 @@ fn run_chunk(
         .par_iter()
         .map(|&(setting, scenario)| {
             let mut sc = scenarios[scenario].clone();
-            for (k, v) in plan.setting(setting) {
-                let axis = spec.axes.iter().find(|a| a.key == *k).expect("a grid key");
-                sc = axis.apply(&sc, v)?;
+            for (axis, &value) in spec.axes.iter().zip(plan.setting(setting)) {
+                sc = axis.apply(&sc, value)?;
             }
             Ok(((setting, scenario), sc))
         })

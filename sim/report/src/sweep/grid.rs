@@ -16,11 +16,58 @@ use crate::range;
 /// Values per key, at most.
 pub const MAX_VALUES: u128 = 10_000;
 
-/// One swept key and its values (as written, for labels; typed by the key's kind).
+/// One swept key and its values: each written in one form (for labels and `sweep.json`) and
+/// typed once, when the axis is read, as the run will use it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "AxisText", into = "AxisText")]
 pub struct Axis {
     pub key: String,
     pub values: Vec<String>,
+    /// `values`, typed (same order).
+    settings: Vec<Setting>,
+}
+
+/// One value of an axis as a run uses it.
+#[derive(Clone, Debug, PartialEq)]
+enum Setting {
+    /// A config key's value, as Hermes's config holds it.
+    Config(Yaml),
+    /// A fault rate for every model (`faults.RATE`).
+    Rate(f64),
+}
+
+/// An axis as `sweep.json` writes it: its key and values as text. Read back (`loopsim merge`),
+/// it is typed again by [`Axis::parse`]'s rules, so an edited file is refused, not run.
+#[derive(Serialize, Deserialize)]
+struct AxisText {
+    key: String,
+    values: Vec<String>,
+}
+
+impl From<Axis> for AxisText {
+    fn from(a: Axis) -> AxisText {
+        AxisText {
+            key: a.key,
+            values: a.values,
+        }
+    }
+}
+
+impl TryFrom<AxisText> for Axis {
+    type Error = SweepError;
+    fn try_from(t: AxisText) -> Result<Axis, SweepError> {
+        let axis = Axis::parse(&format!("{}={}", t.key, t.values.join(",")))?;
+        if axis.values != t.values {
+            return Err(grid_err(
+                &t.key,
+                format!(
+                    "values {:?} are not written as loopsim writes them",
+                    t.values
+                ),
+            ));
+        }
+        Ok(axis)
+    }
 }
 
 fn grid_err(spec: &str, message: impl Into<String>) -> SweepError {
@@ -119,6 +166,7 @@ impl Axis {
         };
         // Each value as its type reads it, written back in one form, so `1,01` is one value.
         let mut canonical: Vec<String> = Vec::new();
+        let mut settings = Vec::new();
         for v in &values {
             if v.is_empty() {
                 return Err(err("empty value".into()));
@@ -129,10 +177,12 @@ impl Axis {
                 return Err(err(format!("`{v}` is listed twice (as {c})")));
             }
             canonical.push(c);
+            settings.push(Setting::Config(typed));
         }
         Ok(Axis {
             key: key.into(),
             values: canonical,
+            settings,
         })
     }
 
@@ -155,6 +205,7 @@ impl Axis {
             )));
         }
         let mut canonical: Vec<String> = Vec::new();
+        let mut settings = Vec::new();
         for v in values.split(',').map(str::trim) {
             let p = v
                 .parse::<f64>()
@@ -166,10 +217,12 @@ impl Axis {
                 return Err(err(format!("`{v}` is listed twice (as {c})")));
             }
             canonical.push(c);
+            settings.push(Setting::Rate(p));
         }
         Ok(Axis {
             key: format!("faults.{rate}"),
             values: canonical,
+            settings,
         })
     }
 
@@ -178,21 +231,21 @@ impl Axis {
         self.key.strip_prefix("faults.")
     }
 
-    /// The scenario with this axis at value `v` (one [`Axis::parse`] wrote).
-    pub fn apply(&self, sc: &Scenario, v: &str) -> Result<Scenario, SweepError> {
-        Ok(match self.fault_rate() {
-            Some(rate) => sc.with_fault_rate(rate, v.parse().unwrap_or(f64::NAN))?,
-            None => sc.with_config(&self.key, self.value_node(v))?,
+    /// The scenario with this axis at its value number `i` (as typed when the axis was read).
+    pub fn apply(&self, sc: &Scenario, i: usize) -> Result<Scenario, SweepError> {
+        Ok(match &self.settings[i] {
+            Setting::Rate(p) => {
+                let rate = self.fault_rate().expect("a rate axis's key is faults.RATE");
+                sc.with_fault_rate(rate, *p)?
+            }
+            Setting::Config(value) => sc.with_config(
+                &self.key,
+                Node {
+                    value: value.clone(),
+                    line: 0,
+                },
+            )?,
         })
-    }
-
-    /// The value `v` of this axis (one [`Axis::parse`] wrote) as Hermes's config holds it.
-    pub fn value_node(&self, v: &str) -> Node {
-        let kind = spec_of(&self.key).map_or(KeyKind::Section, |k| k.kind);
-        Node {
-            value: typed(kind, v).unwrap_or(Yaml::Null),
-            line: 0,
-        }
     }
 }
 
@@ -338,7 +391,7 @@ pub fn check_effect(
                 let mut same = true;
                 for (i, v) in axis.values.iter().enumerate() {
                     let spec = format!("{}={v}", axis.key);
-                    let s = sc.with_config(&axis.key, axis.value_node(v))?;
+                    let s = axis.apply(sc, i)?;
                     let cfg = s
                         .engine_config_as(profile, platform)
                         .map_err(|e| grid_err(&spec, e.to_string()))?;
@@ -407,10 +460,10 @@ fn check_fault_rate(
         } else {
             profiles
         };
-        for v in &axis.values {
+        for (i, v) in axis.values.iter().enumerate() {
             let spec = format!("{}={v}", axis.key);
             let s = axis
-                .apply(sc, v)
+                .apply(sc, i)
                 .map_err(|e| grid_err(&spec, e.to_string()))?;
             for &profile in ps {
                 if let Some(why) = s.unsupported_under(profile) {
@@ -465,4 +518,41 @@ fn why_unchanged(
         "every value gives {} under {profile} the decisions of its own config",
         sc.file.name
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_typed_once_and_sweep_json_reads_back_the_same_axis() {
+        let a = Axis::parse("tool_loop_guardrails.hard_stop_after.exact_failure=2,03,4").unwrap();
+        assert_eq!(a.values, ["2", "3", "4"]);
+        assert_eq!(a.settings[1], Setting::Config(Yaml::Int(3)));
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            json,
+            r#"{"key":"tool_loop_guardrails.hard_stop_after.exact_failure","values":["2","3","4"]}"#
+        );
+        assert_eq!(serde_json::from_str::<Axis>(&json).unwrap(), a);
+        let rate = Axis::parse("faults.rate_limit=0,0.25").unwrap();
+        assert_eq!(rate.settings, [Setting::Rate(0.0), Setting::Rate(0.25)]);
+        let back: Axis = serde_json::from_str(&serde_json::to_string(&rate).unwrap()).unwrap();
+        assert_eq!(back, rate);
+    }
+
+    #[test]
+    fn an_edited_sweep_json_axis_is_refused_not_run() {
+        for edited in [
+            r#"{"key":"tool_loop_guardrails.hard_stop_after.exact_failure","values":["two"]}"#,
+            r#"{"key":"tool_loop_guardrails.hard_stop_after.exact_failure","values":["02"]}"#,
+            r#"{"key":"faults.rate_limit","values":["1.5"]}"#,
+            r#"{"key":"tool_loop_guardrails.hard_stop_afterr","values":["2"]}"#,
+        ] {
+            let e = serde_json::from_str::<Axis>(edited)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--grid"), "{edited}: {e}");
+        }
+    }
 }

@@ -142,20 +142,21 @@ impl SweepSpec {
         Ok(if self.axes.is_empty() { 1 } else { grid + 1 })
     }
 
-    /// Every setting: the baseline first, then the grid's cross product in axis order.
-    pub fn settings(&self) -> Vec<Vec<(String, String)>> {
-        let mut out: Vec<Vec<(String, String)>> = vec![vec![]];
+    /// Every setting as the number of its value on each axis: the baseline first (no axis
+    /// set), then the grid's cross product in axis order.
+    pub fn setting_values(&self) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = vec![vec![]];
         if self.axes.is_empty() {
             return out;
         }
-        let mut grid: Vec<Vec<(String, String)>> = vec![vec![]];
+        let mut grid: Vec<Vec<usize>> = vec![vec![]];
         for axis in &self.axes {
             grid = grid
                 .into_iter()
                 .flat_map(|prefix| {
-                    axis.values.iter().map(move |v| {
+                    (0..axis.values.len()).map(move |i| {
                         let mut p = prefix.clone();
-                        p.push((axis.key.clone(), v.clone()));
+                        p.push(i);
                         p
                     })
                 })
@@ -163,6 +164,20 @@ impl SweepSpec {
         }
         out.extend(grid);
         out
+    }
+
+    /// Every setting as `(key, value)` pairs, in [`SweepSpec::setting_values`]'s order.
+    pub fn settings(&self) -> Vec<Vec<(String, String)>> {
+        self.setting_values()
+            .iter()
+            .map(|s| {
+                self.axes
+                    .iter()
+                    .zip(s)
+                    .map(|(a, &i)| (a.key.clone(), a.values[i].clone()))
+                    .collect()
+            })
+            .collect()
     }
 
     /// The command that runs this sweep again (every setting that changes its rows).
