@@ -8,18 +8,18 @@ impl World<'_> {
     pub(super) fn account(&mut self, a: AgentId, u: &Usage) {
         let now = self.now();
         let ag = &mut self.agents[a];
-        ag.usage.add(u);
+        ag.tally.usage.add(u);
         self.total.add(u);
         if let Some((from, to)) = self.window
             && (from..to).contains(&now)
         {
-            ag.window.add(u);
+            ag.tally.window.add(u);
         }
         if self.loop_began.is_some() {
-            ag.after_loop.add(u);
+            ag.tally.after_loop.add(u);
         }
-        if let Some(s) = &mut ag.series {
-            s.cost.push((now, ag.usage.cost_micro_usd));
+        if let Some(s) = &mut ag.tally.series {
+            s.cost.push((now, ag.tally.usage.cost_micro_usd));
         }
     }
 
@@ -27,8 +27,8 @@ impl World<'_> {
     pub(super) fn note_budget(&mut self, a: AgentId) {
         let now = self.now();
         let ag = &mut self.agents[a];
-        ag.last_activity = self.sched.now();
-        if let Some(s) = &mut ag.series {
+        ag.tally.last_activity = self.sched.now();
+        if let Some(s) = &mut ag.tally.series {
             s.budget_used.push((now, ag.gov.budget().used()));
         }
     }
@@ -36,11 +36,11 @@ impl World<'_> {
     pub(super) fn note_span(&mut self, a: AgentId, start: Instant, kind: SpanKind) {
         let now = self.sched.now();
         let ag = &mut self.agents[a];
-        ag.last_activity = now;
+        ag.tally.last_activity = now;
         if kind == SpanKind::Waiting {
-            ag.wait_us += now.since(start).0;
+            ag.tally.wait_us += now.since(start).0;
         }
-        if let Some(s) = &mut ag.series {
+        if let Some(s) = &mut ag.tally.series {
             s.spans.push((start.0, now.0, kind));
         }
     }
@@ -60,7 +60,7 @@ impl World<'_> {
             self.coverage.hit(Mark::Decision(code));
         }
         let ag = &mut self.agents[a];
-        if let Some(s) = &mut ag.series {
+        if let Some(s) = &mut ag.tally.series {
             if action == Action::Warn {
                 s.warnings_us.push(self.sched.now().0);
             } else if action.halts() {
@@ -68,15 +68,15 @@ impl World<'_> {
             }
         }
         if action == Action::Warn {
-            ag.warnings += 1;
-            ag.round_flagged = true;
-            if ag.first_warning.is_none() {
-                ag.first_warning = Some((ag.calls, self.sched.now().0));
+            ag.tally.warnings += 1;
+            ag.round.round_flagged = true;
+            if ag.tally.first_warning.is_none() {
+                ag.tally.first_warning = Some((ag.tally.calls, self.sched.now().0));
             }
         }
-        if action.halts() && ag.stop.is_none() {
-            ag.stop = Some(Stop {
-                call: ag.calls,
+        if action.halts() && ag.tally.stop.is_none() {
+            ag.tally.stop = Some(Stop {
+                call: ag.tally.calls,
                 t_us: self.sched.now().0,
                 code: code.as_str().into(),
             });
@@ -97,7 +97,7 @@ impl World<'_> {
         let unknown = |m: &str| f.models.get(m).is_some_and(|m| m.price.unknown);
         self.agents
             .iter()
-            .any(|a| a.calls > 0 && unknown(a.spec.model.get_ref()))
+            .any(|a| a.tally.calls > 0 && unknown(a.spec.model.get_ref()))
             || (self.total.approval_calls > 0
                 && f.approval_model
                     .as_ref()
@@ -111,13 +111,13 @@ impl<'s> World<'s> {
     pub(super) fn bill_model_call(&mut self, a: AgentId, call: &ModelCall<'s>, delay: Duration) {
         let ag = &mut self.agents[a];
         let model = ag.script.model();
-        ag.calls += 1;
+        ag.tally.calls += 1;
         ag.gov.note_tokens(call.input_tokens + call.output_tokens);
-        ag.last_tokens = (call.input_tokens, call.output_tokens);
+        ag.round.last_tokens = (call.input_tokens, call.output_tokens);
         let latency = call.latency;
         // The request goes out once a compression before it is done.
         let now = self.sched.now().0 + delay.0;
-        if let Some(s) = &mut ag.series {
+        if let Some(s) = &mut ag.tally.series {
             s.spans.push((now, now + latency.0, SpanKind::Model));
             s.budget_used.push((now, ag.gov.budget().used()));
         }
@@ -129,7 +129,7 @@ impl<'s> World<'s> {
             call.output_tokens,
             latency.0,
         );
-        let n = ag.calls;
+        let n = ag.tally.calls;
         let used = ag.gov.budget().used();
         let slow = |mean_s: f64| mean_s > 0.0 && latency.0 as f64 >= 2e6 * mean_s;
         if self.wrong_port == Some(WrongPort::UnchargedSlowCall)

@@ -13,14 +13,14 @@ impl World<'_> {
     pub(super) fn context_gate(&mut self, a: AgentId) -> Result<Duration, Duration> {
         let mut total = Duration::ZERO;
         loop {
-            let made = self.agents[a].compressions.calls;
+            let made = self.agents[a].tally.compressions.calls;
             let Some(d) = self.context_gate_once(a) else {
                 return Err(total);
             };
             total = Duration(total.0 + d.0);
             let s = &self.agents[a].script;
             let overflows = s.window().is_some_and(|w| s.context() > w);
-            if self.agents[a].compressions.calls == made || !overflows {
+            if self.agents[a].tally.compressions.calls == made || !overflows {
                 return Ok(total);
             }
         }
@@ -53,7 +53,7 @@ impl World<'_> {
             ContextGate::Compressed(c) => {
                 self.coverage.hit(Mark::Compression);
                 let price = &ag.script.model().price;
-                let made = &mut ag.compressions;
+                let made = &mut ag.tally.compressions;
                 made.calls += 1;
                 made.input_tokens += c.input_tokens;
                 made.output_tokens += c.output_tokens;

@@ -7,9 +7,9 @@ impl World<'_> {
     pub(super) fn delegate(&mut self, a: AgentId, child_spec: &str, tasks: u32) {
         let call = self.agents[a].script.delegate(child_spec, tasks);
         let args = Rc::new(call.args);
-        self.agents[a].round_tools.push("delegate_task");
+        self.agents[a].round.round_tools.push("delegate_task");
         self.agents[a].count_tool_call("delegate_task");
-        self.agents[a].call_index = 1;
+        self.agents[a].round.call_index = 1;
         let d = self.agents[a].guard.before_call(call.signature, &args);
         let signature = d.signature.clone();
         if !d.action.allows_execution() {
@@ -23,7 +23,7 @@ impl World<'_> {
             .filter(|b| b.background && !b.children.iter().all(|c| self.finished(*c)))
             .count() as u32;
         let ag = &self.agents[a];
-        let admission = ag.cfg.delegation.admit(ag.depth, tasks, running_bg);
+        let admission = ag.cfg.delegation.admit(ag.family.depth, tasks, running_bg);
         self.coverage.hit(Mark::Delegation(match admission {
             Admission::Rejected(_) => Admitted::Rejected,
             Admission::Synchronous { .. } => Admitted::Synchronous,
@@ -32,7 +32,7 @@ impl World<'_> {
         let (n, background) = match admission {
             Admission::Rejected(why) => {
                 let result = format!("{{\"error\": \"delegation refused: {why:?}\"}}");
-                self.agents[a].pending = Some(PendingCall {
+                self.agents[a].round.pending = Some(PendingCall {
                     tool: "delegate_task",
                     signature: signature.clone(),
                     args: args.clone(),
@@ -40,7 +40,7 @@ impl World<'_> {
                     failed: true,
                     dur: Duration::ZERO,
                 });
-                self.agents[a].call_started = self.sched.now();
+                self.agents[a].round.call_started = self.sched.now();
                 self.sched.at(self.sched.now(), Ev::CallDone(a));
                 return;
             }
@@ -49,7 +49,7 @@ impl World<'_> {
         };
         let n = self.agents[a].guard_spawn(n);
         let b = self.batches.len();
-        let depth = self.agents[a].depth + 1;
+        let depth = self.agents[a].family.depth + 1;
         let timeout = self.agents[a].cfg.delegation.child_timeout_us;
         let mut children = Vec::new();
         for name in call.names.into_iter().take(n as usize) {
@@ -86,11 +86,11 @@ impl World<'_> {
             }
         }
         let ag = &mut self.agents[a];
-        ag.call_started = self.sched.now();
+        ag.round.call_started = self.sched.now();
         if background {
             let result =
                 format!("{{\"status\": \"dispatched\", \"mode\": \"background\", \"count\": {n}}}");
-            ag.pending = Some(PendingCall {
+            ag.round.pending = Some(PendingCall {
                 tool: "delegate_task",
                 signature: signature.clone(),
                 args: args.clone(),
@@ -98,10 +98,10 @@ impl World<'_> {
                 failed: false,
                 dur: Duration::ZERO,
             });
-            ag.pending_results.push(b);
+            ag.family.pending_results.push(b);
             self.sched.at(self.sched.now(), Ev::CallDone(a));
         } else {
-            ag.pending = Some(PendingCall {
+            ag.round.pending = Some(PendingCall {
                 tool: "delegate_task",
                 signature: signature.clone(),
                 args: args.clone(),
@@ -110,7 +110,7 @@ impl World<'_> {
                 dur: Duration::ZERO,
             });
             ag.status = Status::Waiting;
-            ag.waiting_batch = Some(b);
+            ag.family.waiting_batch = Some(b);
             if n == 0 {
                 self.batch_finished(b);
             }
@@ -123,7 +123,7 @@ impl World<'_> {
         }
         let ag = &mut self.agents[c];
         ag.status = Status::TimedOut;
-        ag.exit_reasons.push("timeout".into());
+        ag.tally.exit_reasons.push("timeout".into());
         self.coverage.hit(Mark::ChildTimeout);
         if self.trace.enabled() {
             let e = self.event(c, EventKind::ChildTimeout);
@@ -152,7 +152,7 @@ impl World<'_> {
     /// before its interrupt check).
     pub(super) fn crashes_now(&mut self, c: AgentId) -> bool {
         let ag = &mut self.agents[c];
-        let Some(crash) = ag.crash.as_mut() else {
+        let Some(crash) = ag.trouble.crash.as_mut() else {
             return false;
         };
         ag.gov.iteration_due() && crash.crashes()
@@ -164,7 +164,7 @@ impl World<'_> {
     pub(super) fn child_crash(&mut self, c: AgentId) {
         let ag = &mut self.agents[c];
         ag.status = Status::Crashed;
-        ag.exit_reasons.push("error".into());
+        ag.tally.exit_reasons.push("error".into());
         self.coverage.hit(Mark::ChildCrash);
         if self.trace.enabled() {
             let mut e = self.event(c, EventKind::ChildCrash);
@@ -179,7 +179,7 @@ impl World<'_> {
     pub(super) fn child_finished(&mut self, c: AgentId) {
         if self.trace.enabled() {
             let mut e = self.event(c, EventKind::ChildDone);
-            e.call = Some(self.agents[c].calls);
+            e.call = Some(self.agents[c].tally.calls);
             e.detail = Some(format!("{:?}", self.agents[c].status).to_lowercase());
             self.trace.line(&e);
         }
@@ -193,12 +193,19 @@ impl World<'_> {
     pub(super) fn batch_finished(&mut self, b: usize) {
         let Some(&first) = self.batches[b].children.first() else {
             // An empty synchronous batch: find its waiting parent.
-            if let Some(p) = self.agents.iter().position(|x| x.waiting_batch == Some(b)) {
+            if let Some(p) = self
+                .agents
+                .iter()
+                .position(|x| x.family.waiting_batch == Some(b))
+            {
                 self.finish_wait(p, b);
             }
             return;
         };
-        let p = self.agents[first].parent.expect("children have parents");
+        let p = self.agents[first]
+            .family
+            .parent
+            .expect("children have parents");
         if self.batches[b].background {
             self.sched.at(self.sched.now(), Ev::BatchDone(p, b));
         } else {
@@ -214,8 +221,8 @@ impl World<'_> {
             .map(|c| format!("\"{:?}\"", self.agents[*c].status).to_lowercase())
             .collect();
         let ag = &mut self.agents[p];
-        ag.waiting_batch = None;
-        if let Some(pc) = &mut ag.pending {
+        ag.family.waiting_batch = None;
+        if let Some(pc) = &mut ag.round.pending {
             pc.result = format!("{{\"results\": [{}], \"count\": {n}}}", statuses.join(", "));
         }
         ag.script.children_reported(n);
@@ -229,7 +236,7 @@ impl World<'_> {
         }
         if self.agents[p].status == Status::Idle || self.agents[p].status == Status::Done {
             self.batches[b].delivered = true;
-            self.agents[p].pending_results.retain(|x| *x != b);
+            self.agents[p].family.pending_results.retain(|x| *x != b);
             if self.trace.enabled() {
                 let mut e = self.event(p, EventKind::BackgroundResult);
                 e.children = Some(self.batches[b].children.len() as u32);

@@ -138,7 +138,7 @@ impl World<'_> {
         }
         let mut sum = Usage::default();
         for ag in &self.agents {
-            sum.add(&ag.usage);
+            sum.add(&ag.tally.usage);
         }
         if sum != self.total {
             let detail = format!(
@@ -196,7 +196,7 @@ impl World<'_> {
 
     /// A turn ends: none of its tool calls may still be out.
     pub(super) fn check_turn_end(&mut self, a: AgentId) {
-        if let Some(p) = &self.agents[a].pending {
+        if let Some(p) = &self.agents[a].round.pending {
             let detail = format!("the turn ended with its {} call still running", p.tool);
             self.violate(Invariant::OrphanedToolCall, a, detail);
         }
@@ -229,7 +229,10 @@ impl World<'_> {
             .iter()
             .filter(|b| {
                 b.background
-                    && b.children.first().and_then(|c| self.agents[*c].parent) == Some(a)
+                    && b.children
+                        .first()
+                        .and_then(|c| self.agents[*c].family.parent)
+                        == Some(a)
                     && !b.children.iter().all(|c| self.finished(*c))
             })
             .count();
@@ -249,6 +252,7 @@ impl World<'_> {
                 Status::Running => format!("{} is running with no event due", ag.name),
                 Status::Waiting => {
                     let on: Vec<String> = ag
+                        .family
                         .waiting_batch
                         .map(|b| {
                             self.batches[b]
@@ -272,7 +276,7 @@ impl World<'_> {
             return self.violate(Invariant::Deadlock, a, detail);
         }
         for a in 0..self.agents.len() {
-            if self.agents[a].pending.is_some() && !self.finished_early(a) {
+            if self.agents[a].round.pending.is_some() && !self.finished_early(a) {
                 self.check_turn_end(a);
                 return;
             }
@@ -411,7 +415,7 @@ script = [{ answer = "found" }]
     fn a_turn_ending_with_a_call_out_is_an_orphan() {
         let sc = scenario();
         let mut w = world(&sc);
-        w.agents[0].pending = Some(PendingCall {
+        w.agents[0].round.pending = Some(PendingCall {
             tool: "web_search",
             signature: Signature::new("web_search", &Value::Null),
             args: Value::Null.into(),
@@ -463,7 +467,7 @@ script = [{ answer = "found" }]
             delivered: false,
         });
         w.agents[0].status = Status::Waiting;
-        w.agents[0].waiting_batch = Some(0);
+        w.agents[0].family.waiting_batch = Some(0);
         w.check_at_rest();
         let v = w.violation.unwrap();
         assert_eq!(v.invariant, Invariant::Deadlock);

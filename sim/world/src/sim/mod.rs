@@ -31,12 +31,13 @@ use crate::clock::{Duration, Instant};
 use crate::coverage::{Admitted, Coverage, Mark, RefundSite};
 use crate::model::Usage;
 use crate::rng::stream;
-use crate::scenario::{AgentSpec, CallSpec, Scenario};
+use crate::scenario::{CallSpec, Scenario};
 use crate::scheduler::{Order, Scheduler};
 use crate::script::{ArgsCache, ContextGate, Reply, ScriptedAgent, call_args};
 use crate::trace::{self, Event, EventKind, Header, TraceWriter};
 
 mod accounting;
+mod agent;
 mod context;
 mod delegation;
 mod invariants;
@@ -45,6 +46,7 @@ mod rounds;
 mod summary;
 mod turns;
 
+use agent::{Agent, Family, Round, Tally, Trouble};
 pub use invariants::{Invariant, InvariantChecks, Violation};
 pub use summary::*;
 
@@ -68,74 +70,6 @@ struct Batch {
     children: Vec<AgentId>,
     background: bool,
     delivered: bool,
-}
-
-struct Agent<'s> {
-    name: String,
-    spec: &'s AgentSpec,
-    depth: u32,
-    parent: Option<AgentId>,
-    cfg: EngineConfig,
-    guard: Box<dyn GuardrailEngine>,
-    gov: TurnGovernor,
-    /// The budget children share in shared/reserved modes (the current turn's).
-    /// Its script, context and fake tools.
-    script: ScriptedAgent<'s>,
-    status: Status,
-    plan: Option<Reply<'s>>,
-    call_index: usize,
-    round_tools: Vec<&'s str>,
-    /// Tool calls the model made, per call spec (refused ones included): a few entries,
-    /// found by the spec's own name pointer first ([`Agent::count_tool_call`]).
-    tool_calls: Vec<(&'s str, u64)>,
-    /// Results the runtime replaced by a reference to an identical earlier one.
-    stubs: u64,
-    compressions: crate::model::Compressions,
-    /// The calls of this round that ran (identical ones after them are dropped).
-    round_calls: Vec<Signature>,
-    /// Messages in the conversation since its last tool result (none yet: `None`).
-    since_tool: Option<u32>,
-    round_flagged: bool,
-    /// Failures in a row per tool, for a runtime that hints at a change of strategy.
-    failure_streaks: FailureStreaks,
-    /// The runtime's stuck detector over this agent's conversation (OpenHands).
-    stuck: Option<StuckDetector>,
-    /// This run's usage against the opt-in call limits (`cfg.limits`).
-    limits: LimitCounter,
-    /// The calls of this round a limit blocked (answered with an error, not run).
-    blocked: Vec<bool>,
-    /// The last model call's input and output tokens, for limits checked on its response.
-    last_tokens: (u64, u64),
-    call_started: Instant,
-    waiting_batch: Option<usize>,
-    pending_results: Vec<usize>,
-    calls: u64,
-    turns: u32,
-    exit_reasons: Vec<String>,
-    /// How its last turn ended, as the engine said it (the run's exit reason for the parent).
-    last_turn_exit: Option<ExitReason>,
-    warnings: u32,
-    notices: u32,
-    first_warning: Option<(u64, u64)>,
-    stop: Option<Stop>,
-    summary_calls: u32,
-    usage: Usage,
-    window: Usage,
-    after_loop: Usage,
-    wait_us: u64,
-    last_activity: Instant,
-    series: Option<AgentSeries>,
-    interrupted: bool,
-    pending: Option<PendingCall<'s>>,
-    /// Its provider errors (made on its first request to a model with faults).
-    faults: Option<crate::faults::FaultStream>,
-    /// The model call in flight gave up on this error: the turn fails when it is back.
-    failed_call: Option<loopsim_engine::retry::ProviderFault>,
-    /// The reply of this call also called a tool that does not exist: the runtime's error
-    /// result for it is traced when the agent next calls its model, where a live run sees it.
-    batch_error: Option<u64>,
-    /// A child's crashes at the tops of its iterations (none where it never crashes).
-    crash: Option<crate::faults::CrashStream>,
 }
 
 /// A tool call in flight.
@@ -362,7 +296,6 @@ impl<'s> World<'s> {
             crate::faults::CrashStream::new(self.seed, &name, self.crash_rate(spec_name, depth));
         let id = self.agents.len();
         self.agents.push(Agent {
-            crash,
             script: {
                 let mut s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
                     .with_observation_rules(cfg.observation)
@@ -390,8 +323,6 @@ impl<'s> World<'s> {
             },
             name,
             spec,
-            depth,
-            parent,
             guard: {
                 let guard: Box<dyn GuardrailEngine> = match &self.bridge {
                     Some(b) => {
@@ -421,43 +352,55 @@ impl<'s> World<'s> {
             gov,
             cfg,
             status: Status::Idle,
-            plan: None,
-            call_index: 0,
-            round_tools: Vec::new(),
-            tool_calls: Vec::new(),
-            stubs: 0,
-            compressions: Default::default(),
-            round_calls: Vec::new(),
-            since_tool: None,
-            round_flagged: false,
             failure_streaks: FailureStreaks::default(),
             limits: LimitCounter::default(),
-            blocked: Vec::new(),
-            last_tokens: (0, 0),
             stuck,
-            call_started: self.sched.now(),
-            waiting_batch: None,
-            pending_results: Vec::new(),
-            calls: 0,
-            turns: 0,
-            exit_reasons: Vec::new(),
-            last_turn_exit: None,
-            warnings: 0,
-            notices: 0,
-            first_warning: None,
-            stop: None,
-            summary_calls: 0,
-            usage: Usage::default(),
-            window: Usage::default(),
-            after_loop: Usage::default(),
-            wait_us: 0,
-            last_activity: self.sched.now(),
-            series: self.record_series.then(AgentSeries::default),
             interrupted: false,
-            pending: None,
-            faults: None,
-            failed_call: None,
-            batch_error: None,
+            round: Round {
+                plan: None,
+                call_index: 0,
+                round_tools: Vec::new(),
+                round_calls: Vec::new(),
+                since_tool: None,
+                round_flagged: false,
+                blocked: Vec::new(),
+                last_tokens: (0, 0),
+                call_started: self.sched.now(),
+                pending: None,
+            },
+            tally: Tally {
+                calls: 0,
+                turns: 0,
+                exit_reasons: Vec::new(),
+                last_turn_exit: None,
+                warnings: 0,
+                notices: 0,
+                first_warning: None,
+                stop: None,
+                summary_calls: 0,
+                usage: Usage::default(),
+                window: Usage::default(),
+                after_loop: Usage::default(),
+                wait_us: 0,
+                last_activity: self.sched.now(),
+                series: self.record_series.then(AgentSeries::default),
+                tool_calls: Vec::new(),
+                stubs: 0,
+                compressions: Default::default(),
+            },
+            trouble: Trouble {
+                provider: None,
+                failed_call: None,
+                batch_error: None,
+
+                crash,
+            },
+            family: Family {
+                depth,
+                parent,
+                waiting_batch: None,
+                pending_results: Vec::new(),
+            },
         });
         id
     }
@@ -534,37 +477,6 @@ impl<'s> World<'s> {
         // An idle parent has nothing to stop; a running one stops at its next iteration.
         if self.agents[0].status == Status::Waiting {
             self.sched.at(self.sched.now(), Ev::CallDone(0));
-        }
-    }
-}
-
-impl<'s> Agent<'s> {
-    /// Counts a tool call. Calls of one spec share its name's pointer, so the scan rarely
-    /// compares bytes; one tool may have several entries, merged in the summary.
-    fn count_tool_call(&mut self, tool: &'s str) {
-        match self
-            .tool_calls
-            .iter_mut()
-            .find(|(t, _)| std::ptr::eq(*t, tool) || *t == tool)
-        {
-            Some((_, n)) => *n += 1,
-            None => self.tool_calls.push((tool, 1)),
-        }
-    }
-
-    /// `n` messages that are not tool results joined the conversation.
-    fn messages_after_tools(&mut self, n: u32) {
-        if let Some(k) = &mut self.since_tool {
-            *k += n;
-        }
-    }
-
-    /// Charges admitted subagents against the per-turn cap.
-    fn guard_spawn(&mut self, n: u32) -> u32 {
-        if self.guard.rules().loop_caps {
-            self.guard.spawn_subagents(n)
-        } else {
-            n
         }
     }
 }

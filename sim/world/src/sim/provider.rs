@@ -37,7 +37,7 @@ impl<'s> World<'s> {
                     None | Some(MalformedArgs::SendAgain { .. })
                 );
             if !dropped {
-                if let Some(f) = &mut self.agents[a].faults {
+                if let Some(f) = &mut self.agents[a].trouble.provider {
                     f.call_answered();
                 }
                 return Some((call, delay));
@@ -47,7 +47,7 @@ impl<'s> World<'s> {
             delay = Duration(delay.0 + call.latency.0);
             if self.agents[a].gov.truncated_reply() == Truncated::GiveUp {
                 // The turn ends once the last of them is back.
-                self.agents[a].plan = Some(call.reply);
+                self.agents[a].round.plan = Some(call.reply);
                 self.sched.at(self.sched.now() + delay, Ev::ModelDone(a));
                 return None;
             }
@@ -83,7 +83,8 @@ impl<'s> World<'s> {
         loop {
             let ag = &mut self.agents[a];
             let stream = ag
-                .faults
+                .trouble
+                .provider
                 .get_or_insert_with(|| FaultStream::new(seed, &ag.name));
             let Some(f) = stream.attempt(&faults, &policy) else {
                 return Ok(Duration(t - self.sched.now().0));
@@ -93,7 +94,7 @@ impl<'s> World<'s> {
             if self.trace.enabled() {
                 let mut e = self.event(a, EventKind::ModelError);
                 e.t_us = t;
-                e.call = Some(self.agents[a].calls + 1);
+                e.call = Some(self.agents[a].tally.calls + 1);
                 e.latency_us = Some(f.latency_us);
                 e.detail = Some(f.detail());
                 self.trace.line(&e);
@@ -128,7 +129,7 @@ impl<'s> World<'s> {
                     t += us;
                 }
                 RetryStep::GiveUp => {
-                    self.agents[a].failed_call = Some(f.fault);
+                    self.agents[a].trouble.failed_call = Some(f.fault);
                     return Err(Instant(t));
                 }
             }
@@ -144,8 +145,8 @@ impl<'s> World<'s> {
         let ag = &self.agents[a];
         let tokens = ag.script.context();
         let window = ag.script.window();
-        let results: u64 = ag.tool_calls.iter().map(|(_, n)| n).sum();
-        let messages = 1 + u64::from(ag.turns) + ag.calls + results;
+        let results: u64 = ag.tally.tool_calls.iter().map(|(_, n)| n).sum();
+        let messages = 1 + u64::from(ag.tally.turns) + ag.tally.calls + results;
         let small_window = window.is_none_or(|w| w <= 256_000);
         let large = window.is_some_and(|w| tokens as f64 > w as f64 * 0.6)
             || (small_window && (tokens > 120_000 || messages > 200));
@@ -156,7 +157,7 @@ impl<'s> World<'s> {
                  a context overflow and compresses, which loopsim does not simulate; lower \
                  models.{}.faults.dropped_stream to 0 for this scenario, or shorten it",
                 ag.name,
-                ag.calls + 1,
+                ag.tally.calls + 1,
                 ag.spec.model.get_ref()
             )
         })
@@ -176,21 +177,21 @@ impl<'s> World<'s> {
         if self.trace.enabled() {
             for _ in 0..calls {
                 let mut e = self.event(a, EventKind::ToolError);
-                e.call = Some(self.agents[a].calls);
+                e.call = Some(self.agents[a].tally.calls);
                 e.tool = Some(UNKNOWN_TOOL.into());
                 e.detail = Some(UNKNOWN_TOOL_ERROR.into());
                 self.trace.line(&e);
             }
         }
         // The reply and its error results join the conversation.
-        self.agents[a].since_tool = Some(0);
+        self.agents[a].round.since_tool = Some(0);
         self.sched.at(self.sched.now(), Ev::Wake(a));
     }
 
     /// The runtime's error result for the unknown tool of agent `a`'s last mixed batch, now
     /// that its next request carries it.
     pub(super) fn trace_batch_error(&mut self, a: AgentId) {
-        let Some(call) = self.agents[a].batch_error.take() else {
+        let Some(call) = self.agents[a].trouble.batch_error.take() else {
             return;
         };
         if self.trace.enabled() {
@@ -210,17 +211,17 @@ impl<'s> World<'s> {
         let ag = &mut self.agents[a];
         if ag.gov.parse_failure() == ParseFailure::FormatError {
             ag.script.format_error();
-            ag.notices += 1;
-            if ag.first_warning.is_none() {
-                ag.first_warning = Some((ag.calls, self.sched.now().0));
+            ag.tally.notices += 1;
+            if ag.tally.first_warning.is_none() {
+                ag.tally.first_warning = Some((ag.tally.calls, self.sched.now().0));
             }
-            if let Some(s) = &mut ag.series {
+            if let Some(s) = &mut ag.tally.series {
                 s.warnings_us.push(self.sched.now().0);
             }
             self.coverage.hit(Mark::FormatError);
             if self.trace.enabled() {
                 let mut e = self.event(a, EventKind::Notice);
-                e.call = Some(self.agents[a].calls);
+                e.call = Some(self.agents[a].tally.calls);
                 e.detail = Some(FORMAT_ERROR.into());
                 self.trace.line(&e);
             }

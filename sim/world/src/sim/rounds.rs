@@ -11,12 +11,12 @@ impl<'s> World<'s> {
             // Timed out (or stopped) while the model was answering.
             return;
         }
-        self.agents[a].last_activity = self.sched.now();
-        if let Some(fault) = self.agents[a].failed_call.take() {
+        self.agents[a].tally.last_activity = self.sched.now();
+        if let Some(fault) = self.agents[a].trouble.failed_call.take() {
             self.agents[a].gov.api_call_failed(fault);
             return self.end_turn(a);
         }
-        let plan = self.agents[a].plan.expect("a plan");
+        let plan = self.agents[a].round.plan.expect("a plan");
         let stop = self.reply_limits(a, plan);
         if self.agents[a].gov.reply_stops(stop) {
             // The runtime raised at its limit (or its middleware ended the run) before
@@ -42,7 +42,7 @@ impl<'s> World<'s> {
                 self.log_event(a, LogEvent::EnvironmentMessage);
                 let ag = &mut self.agents[a];
                 // Hermes looks for a tool result among the conversation's last five messages.
-                let recent = ag.since_tool.is_some_and(|k| k <= 4);
+                let recent = ag.round.since_tool.is_some_and(|k| k <= 4);
                 let what = ag.gov.empty_reply(recent);
                 self.coverage.hit(Mark::EmptyReply(what));
                 match what {
@@ -65,10 +65,10 @@ impl<'s> World<'s> {
             Reply::ContextTooSmall => unreachable!("handled before the call"),
             Reply::Calls(_) | Reply::Delegate { .. } => {
                 let ag = &mut self.agents[a];
-                ag.call_index = 0;
-                ag.round_tools.clear();
-                ag.round_calls.clear();
-                ag.round_flagged = false;
+                ag.round.call_index = 0;
+                ag.round.round_tools.clear();
+                ag.round.round_calls.clear();
+                ag.round.round_flagged = false;
                 if let Reply::Calls(calls) = plan
                     && self.agents[a].stuck.is_some()
                 {
@@ -88,11 +88,11 @@ impl<'s> World<'s> {
     /// its tool calls (which of them a limit blocks, into `blocked`).
     fn reply_limits(&mut self, a: AgentId, plan: Reply<'s>) -> Option<LimitStop> {
         let ag = &mut self.agents[a];
-        ag.blocked.clear();
+        ag.round.blocked.clear();
         if !ag.cfg.limits.any() {
             return None;
         }
-        let (input, output) = ag.last_tokens;
+        let (input, output) = ag.round.last_tokens;
         if let Some(stop) = ag.limits.after_response(&ag.cfg.limits, input, output) {
             return Some(stop);
         }
@@ -103,7 +103,7 @@ impl<'s> World<'s> {
         match ag.limits.before_tools(&ag.cfg.limits, &tools) {
             Tools::Stop(stop) => Some(stop),
             Tools::Run(blocked) => {
-                ag.blocked = blocked;
+                ag.round.blocked = blocked;
                 None
             }
         }
@@ -142,7 +142,7 @@ impl<'s> World<'s> {
 
     /// Starts the next call of the round, or ends the round.
     pub(super) fn next_call(&mut self, a: AgentId) {
-        let plan = self.agents[a].plan.expect("a plan");
+        let plan = self.agents[a].round.plan.expect("a plan");
         let calls: &[CallSpec] = match plan {
             Reply::Calls(c) => c,
             Reply::Delegate { .. } => &[],
@@ -154,7 +154,7 @@ impl<'s> World<'s> {
                 unreachable!("no tool round")
             }
         };
-        let idx = self.agents[a].call_index;
+        let idx = self.agents[a].round.call_index;
         if let Reply::Delegate { agent, tasks } = plan {
             if idx == 0 {
                 self.delegate(a, agent, tasks);
@@ -165,14 +165,14 @@ impl<'s> World<'s> {
         }
         if idx >= calls.len() {
             let ag = &mut self.agents[a];
-            if !ag.blocked.is_empty() && ag.blocked.iter().all(|&b| b) {
+            if !ag.round.blocked.is_empty() && ag.round.blocked.iter().all(|&b| b) {
                 ag.gov.all_calls_blocked();
             }
             return self.end_round(a);
         }
         let c = &calls[idx];
         let tool: &'s str = c.tool.get_ref();
-        if self.agents[a].blocked.get(idx) == Some(&true) {
+        if self.agents[a].round.blocked.get(idx) == Some(&true) {
             // A call-limit middleware answers it with an error; it never runs.
             self.coverage.hit(Mark::LimitBlockedCall);
             self.agents[a].count_tool_call(tool);
@@ -183,29 +183,29 @@ impl<'s> World<'s> {
                 e.detail = Some("tool_call_limit".into());
                 self.trace.line(&e);
             }
-            self.agents[a].call_index += 1;
+            self.agents[a].round.call_index += 1;
             return self.next_call(a);
         }
         let rep = self.agents[a].script.rep();
         let (args, signature) = call_args(&mut self.args_cache, c, rep);
         let ag = &mut self.agents[a];
         if ag.cfg.turn.dedupe_identical_calls {
-            if !batch::runs(&ag.round_calls, &signature) {
+            if !batch::runs(&ag.round.round_calls, &signature) {
                 // The runtime drops an identical call of the same reply before running any.
-                ag.call_index += 1;
+                ag.round.call_index += 1;
                 self.coverage.hit(Mark::DuplicateCallDropped);
                 return self.next_call(a);
             }
-            ag.round_calls.push(signature.clone());
+            ag.round.round_calls.push(signature.clone());
         }
-        self.agents[a].round_tools.push(tool);
+        self.agents[a].round.round_tools.push(tool);
         self.agents[a].count_tool_call(tool);
         let d = self.agents[a].guard.before_call(signature, &args);
         if !d.action.allows_execution() {
             self.record_decision(a, tool, d.action, d.code, d.count);
             // A refused call is not run; its synthetic result is short.
             self.agents[a].script.refused_call();
-            self.agents[a].call_index += 1;
+            self.agents[a].round.call_index += 1;
             return self.next_call(a);
         }
         let now_s = self.sched.now().0 as f64 / 1e6;
@@ -233,8 +233,8 @@ impl<'s> World<'s> {
         }
         let (result, failed, dur) = (run.result, run.failed, run.dur);
         let ag = &mut self.agents[a];
-        ag.call_started = self.sched.now();
-        ag.pending = Some(PendingCall {
+        ag.round.call_started = self.sched.now();
+        ag.round.pending = Some(PendingCall {
             tool,
             signature: d.signature,
             args,
@@ -251,12 +251,12 @@ impl World<'_> {
         if !matches!(self.agents[a].status, Status::Running | Status::Waiting) {
             return;
         }
-        let Some(p) = self.agents[a].pending.take() else {
+        let Some(p) = self.agents[a].round.pending.take() else {
             return;
         };
         let waited = self.agents[a].status == Status::Waiting;
         self.agents[a].status = Status::Running;
-        let started = self.agents[a].call_started;
+        let started = self.agents[a].round.call_started;
         self.note_span(
             a,
             started,
@@ -286,7 +286,7 @@ impl World<'_> {
         let (d, obs) = ag.guard.after_call(&facts, p.failed);
         if self.trace.enabled() {
             let mut e = self.event(a, EventKind::ToolCall);
-            e.call = Some(self.agents[a].calls);
+            e.call = Some(self.agents[a].tally.calls);
             e.tool = Some(p.tool.to_string());
             e.args_hash = Some(facts.signature.args_hash.hex());
             e.result_hash = Some(facts.result_hash().hex());
@@ -298,19 +298,19 @@ impl World<'_> {
             self.record_decision(a, p.tool, d.action, d.code, d.count);
         }
         if obs.stub {
-            self.agents[a].stubs += 1;
+            self.agents[a].tally.stubs += 1;
             self.coverage.hit(Mark::ResultStub);
         }
         if let Some(kind) = obs.kind {
             self.coverage.hit(Mark::Notice(kind));
             let ag = &mut self.agents[a];
-            ag.notices += 1;
-            ag.round_flagged = true;
-            if let Some(s) = &mut ag.series {
+            ag.tally.notices += 1;
+            ag.round.round_flagged = true;
+            if let Some(s) = &mut ag.tally.series {
                 s.warnings_us.push(self.sched.now().0);
             }
-            if ag.first_warning.is_none() {
-                ag.first_warning = Some((ag.calls, self.sched.now().0));
+            if ag.tally.first_warning.is_none() {
+                ag.tally.first_warning = Some((ag.tally.calls, self.sched.now().0));
             }
             if self.trace.enabled() {
                 let mut e = self.event(a, EventKind::Notice);
@@ -330,7 +330,7 @@ impl World<'_> {
             self.log_event(a, LogEvent::Observation(key));
         }
         self.agents[a].script.recycle_result(p.result);
-        self.agents[a].call_index += 1;
+        self.agents[a].round.call_index += 1;
         self.next_call(a);
     }
 
@@ -347,12 +347,12 @@ impl World<'_> {
         }
         ag.script.strategy_hint();
         self.coverage.hit(Mark::StrategyHint);
-        ag.notices += 1;
-        ag.round_flagged = true;
-        if ag.first_warning.is_none() {
-            ag.first_warning = Some((ag.calls, self.sched.now().0));
+        ag.tally.notices += 1;
+        ag.round.round_flagged = true;
+        if ag.tally.first_warning.is_none() {
+            ag.tally.first_warning = Some((ag.tally.calls, self.sched.now().0));
         }
-        if let Some(s) = &mut ag.series {
+        if let Some(s) = &mut ag.tally.series {
             s.warnings_us.push(self.sched.now().0);
         }
         if self.trace.enabled() {

@@ -233,36 +233,39 @@ impl World<'_> {
                 error: e.to_string(),
             });
         }
-        let agents: Vec<AgentSummary> = self
-            .agents
-            .iter()
-            .map(|ag| AgentSummary {
-                name: ag.name.clone(),
-                status: ag.status,
-                turns: ag.turns,
-                exit_reasons: ag.exit_reasons.clone(),
-                budget_used: ag.gov.budget().used(),
-                budget_max: ag.gov.budget().max_total(),
-                warnings: ag.warnings,
-                notices: ag.notices,
-                first_warning_call: ag.first_warning.map(|w| w.0),
-                first_warning_us: ag.first_warning.map(|w| w.1),
-                stop: ag.stop.clone(),
-                summary_calls: ag.summary_calls,
-                usage: ag.usage.clone(),
-                window: self.window.map(|_| ag.window.clone()),
-                after_loop_began: self.loop_began.map(|_| ag.after_loop.clone()),
-                wait_us: ag.wait_us,
-                last_activity_us: ag.last_activity.0,
-                series: ag.series.clone(),
-                tool_calls: ag.tool_calls.iter().fold(BTreeMap::new(), |mut m, (t, n)| {
-                    *m.entry(t.to_string()).or_default() += n;
-                    m
-                }),
-                stubs: ag.stubs,
-                compressions: ag.compressions,
-            })
-            .collect();
+        let agents: Vec<AgentSummary> =
+            self.agents
+                .iter()
+                .map(|ag| AgentSummary {
+                    name: ag.name.clone(),
+                    status: ag.status,
+                    turns: ag.tally.turns,
+                    exit_reasons: ag.tally.exit_reasons.clone(),
+                    budget_used: ag.gov.budget().used(),
+                    budget_max: ag.gov.budget().max_total(),
+                    warnings: ag.tally.warnings,
+                    notices: ag.tally.notices,
+                    first_warning_call: ag.tally.first_warning.map(|w| w.0),
+                    first_warning_us: ag.tally.first_warning.map(|w| w.1),
+                    stop: ag.tally.stop.clone(),
+                    summary_calls: ag.tally.summary_calls,
+                    usage: ag.tally.usage.clone(),
+                    window: self.window.map(|_| ag.tally.window.clone()),
+                    after_loop_began: self.loop_began.map(|_| ag.tally.after_loop.clone()),
+                    wait_us: ag.tally.wait_us,
+                    last_activity_us: ag.tally.last_activity.0,
+                    series: ag.tally.series.clone(),
+                    tool_calls: ag.tally.tool_calls.iter().fold(
+                        BTreeMap::new(),
+                        |mut m, (t, n)| {
+                            *m.entry(t.to_string()).or_default() += n;
+                            m
+                        },
+                    ),
+                    stubs: ag.tally.stubs,
+                    compressions: ag.tally.compressions,
+                })
+                .collect();
         let mut summary = RunSummary {
             scenario: self.sc.file.name.clone(),
             scenario_hash: self.sc.content_hash.hex(),
@@ -280,6 +283,7 @@ impl World<'_> {
             platform: self.cfg.platform.clone(),
             duration_us: self.last_activity.0,
             parent_exit_reason: self.agents[0]
+                .tally
                 .last_turn_exit
                 .clone()
                 .unwrap_or(ExitReason::Unknown),

@@ -7,7 +7,7 @@ use super::*;
 impl World<'_> {
     /// A new user turn: fresh budget (unless shared with a parent), guardrails reset.
     pub(super) fn start_turn(&mut self, a: AgentId, on_result: bool) {
-        let budget_src = self.agents[a].parent.map(|p| {
+        let budget_src = self.agents[a].family.parent.map(|p| {
             (
                 Arc::clone(self.agents[p].gov.budget()),
                 self.agents[a].cfg.delegation.child_budget,
@@ -41,7 +41,7 @@ impl World<'_> {
         // The turn's user message (or the background result's note).
         ag.messages_after_tools(1);
         ag.status = Status::Running;
-        ag.turns += 1;
+        ag.tally.turns += 1;
         self.note_budget(a);
         if self.trace.enabled() {
             let e = self.event(a, EventKind::TurnStart);
@@ -64,28 +64,28 @@ impl World<'_> {
         let halt = self.turn_halt(a);
         if let Some(code) = halt {
             let ag = &mut self.agents[a];
-            if ag.stop.is_none() {
+            if ag.tally.stop.is_none() {
                 // A stall guard's halt is first seen here (a block was counted when decided).
                 self.coverage.hit(Mark::Decision(code));
-                ag.stop = Some(Stop {
-                    call: ag.calls,
+                ag.tally.stop = Some(Stop {
+                    call: ag.tally.calls,
                     t_us: self.sched.now().0,
                     code: code.as_str().into(),
                 });
-                if let Some(s) = &mut ag.series {
+                if let Some(s) = &mut ag.tally.series {
                     s.stops_us.push(self.sched.now().0);
                 }
             }
         }
         self.advance_script(a);
         let ag = &mut self.agents[a];
-        ag.since_tool = Some(0);
+        ag.round.since_tool = Some(0);
         let before = ag.gov.budget().used();
         let go_on = ag
             .gov
-            .tool_round(ag.round_tools.iter().copied(), halt.is_some());
+            .tool_round(ag.round.round_tools.iter().copied(), halt.is_some());
         // Kept for the next round (cleared when it is planned).
-        ag.round_tools.clear();
+        ag.round.round_tools.clear();
         if ag.gov.budget().used() < before {
             self.coverage
                 .hit(Mark::Refund(RefundSite::ExecuteCodeRound));
@@ -108,7 +108,7 @@ impl World<'_> {
     pub(super) fn advance_script(&mut self, a: AgentId) {
         let children_done = self.background_done(a);
         let ag = &mut self.agents[a];
-        ag.script.advance(ag.round_flagged, children_done);
+        ag.script.advance(ag.round.round_flagged, children_done);
     }
 
     /// Whether every background batch this agent started has finished.
@@ -116,7 +116,7 @@ impl World<'_> {
         self.batches.iter().filter(|b| b.background).all(|b| {
             b.children
                 .first()
-                .is_none_or(|c| self.agents[*c].parent != Some(a))
+                .is_none_or(|c| self.agents[*c].family.parent != Some(a))
                 || b.children.iter().all(|c| self.finished(*c))
         })
     }
@@ -228,11 +228,11 @@ impl World<'_> {
                 if call.step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
                     self.loop_began = Some(self.sched.now().0);
                 }
-                self.agents[a].plan = Some(call.reply);
+                self.agents[a].round.plan = Some(call.reply);
                 self.bill_model_call(a, &call, delay);
                 if call.unknown_in_batch {
                     self.coverage.hit(Mark::UnknownToolInBatch);
-                    self.agents[a].batch_error = Some(self.agents[a].calls);
+                    self.agents[a].trouble.batch_error = Some(self.agents[a].tally.calls);
                 }
                 self.sched
                     .at(self.sched.now() + delay + call.latency, Ev::ModelDone(a));
@@ -248,7 +248,7 @@ impl World<'_> {
         if fin.summary_call {
             // The runtime's request for a summary, and the summary (the simulator does not
             // advance the clock for it).
-            self.agents[a].summary_calls += 1;
+            self.agents[a].tally.summary_calls += 1;
             self.coverage.hit(Mark::SummaryCall);
             self.tools_free_call(a, EventKind::SummaryCall);
         }
@@ -256,32 +256,32 @@ impl World<'_> {
         self.coverage.hit(Mark::exit(&reason));
         if self.trace.enabled() {
             let mut e = self.event(a, EventKind::TurnEnd);
-            e.call = Some(self.agents[a].calls);
+            e.call = Some(self.agents[a].tally.calls);
             e.budget_used = Some(fin.budget_used);
             e.detail = Some(reason.clone());
             self.trace.line(&e);
         }
         let ag = &mut self.agents[a];
-        if fin.exit_reason.is_runtime_limit() && ag.stop.is_none() {
+        if fin.exit_reason.is_runtime_limit() && ag.tally.stop.is_none() {
             // Another runtime's limit ended the turn (an exception, smolagents' final answer
             // at max_steps): that is its governance's stop, as a guardrail halt is Hermes's
             // (reports, sweeps and `check` count it so).
-            ag.stop = Some(Stop {
-                call: ag.calls,
+            ag.tally.stop = Some(Stop {
+                call: ag.tally.calls,
                 t_us: self.sched.now().0,
                 code: reason.clone(),
             });
-            if let Some(s) = &mut ag.series {
+            if let Some(s) = &mut ag.tally.series {
                 s.stops_us.push(self.sched.now().0);
             }
         }
-        ag.exit_reasons.push(reason);
-        ag.last_turn_exit = Some(fin.exit_reason.clone());
+        ag.tally.exit_reasons.push(reason);
+        ag.tally.last_turn_exit = Some(fin.exit_reason.clone());
         let interrupted = matches!(
             fin.exit_reason,
             ExitReason::InterruptedByUser | ExitReason::InterruptedDuringApiCall
         );
-        if ag.parent.is_some() {
+        if ag.family.parent.is_some() {
             ag.status = if interrupted {
                 Status::Interrupted
             } else {
@@ -291,7 +291,7 @@ impl World<'_> {
             return;
         }
         if let Some(at_s) = ag.script.next_user_message_at()
-            && ag.pending_results.is_empty()
+            && ag.family.pending_results.is_empty()
         {
             // The user's next message (a recorded session's later turn): after this turn,
             // and not before the message was sent.
@@ -308,7 +308,7 @@ impl World<'_> {
             return;
         }
         // A finished background batch waiting for this turn to end opens the next one.
-        let pending = ag.pending_results.clone();
+        let pending = ag.family.pending_results.clone();
         let ready = pending
             .into_iter()
             .find(|b| self.batches[*b].children.iter().all(|c| self.finished(*c)));
@@ -316,7 +316,7 @@ impl World<'_> {
         if let Some(b) = ready {
             ag.status = Status::Idle;
             self.deliver(a, b);
-        } else if ag.pending_results.is_empty() {
+        } else if ag.family.pending_results.is_empty() {
             ag.status = Status::Done;
         } else {
             ag.status = Status::Idle;
