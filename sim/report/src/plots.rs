@@ -594,7 +594,7 @@ mod tests {
 
     #[test]
     fn budget_lines_hold_flat_to_the_end_and_unlimited_ones_still_have_data() {
-        let lines = budget_lines(&incident("p", None));
+        let lines = budget_lines(&incident("hermes-main", None));
         assert_eq!(lines.len(), 4);
         let parent = &lines[0];
         assert_eq!(parent.cap, None, "unlimited: no cap");
@@ -623,7 +623,7 @@ mod tests {
             t_us: MIN,
             code: "x".into(),
         });
-        let series = total_cost_series(&run("p", None, vec![a]), "p".into());
+        let series = total_cost_series(&run("hermes-main", None, vec![a]), "p".into());
         assert_eq!(
             series.points,
             [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (2.0, 1.0), (2.0, 3.0)]
@@ -644,7 +644,8 @@ mod tests {
             rec,
             run("hermes-main", Some("telegram"), vec![]),
             run("hermes-main", Some("telegram"), vec![]),
-            run("a/b", None, vec![]),
+            run("hermes-0.19.0", Some("a/b"), vec![]),
+            run("hermes-0.19.0", None, vec![]),
         ];
         let labels: Vec<(String, String)> = default_labels(&runs)
             .into_iter()
@@ -654,7 +655,8 @@ mod tests {
             ("recorded", "recorded"),
             ("hermes-main telegram", "hermes-main-telegram"),
             ("hermes-main telegram", "hermes-main-telegram-2"),
-            ("a/b", "a-b"),
+            ("hermes-0.19.0 a/b", "hermes-0.19.0-a-b"),
+            ("hermes-0.19.0", "hermes-0.19.0"),
         ]
         .map(|(a, b)| (a.to_string(), b.to_string()));
         assert_eq!(labels, want);
@@ -726,7 +728,10 @@ mod tests {
     #[test]
     fn run_labels_must_match_the_runs() {
         let dir = scratch("bad-labels");
-        let runs = [incident("a", None), incident("b", None)];
+        let runs = [
+            incident("hermes-main", None),
+            incident("hermes-0.19.0", None),
+        ];
         let l = |s: &str| RunLabel {
             label: s.into(),
             slug: s.into(),
@@ -734,9 +739,9 @@ mod tests {
         let err = run_plots_labeled(&dir, &runs, &[l("a")]);
         assert!(matches!(err, Err(PlotError::Labels(_))), "{err:?}");
         let three = [
-            incident("a", None),
-            incident("b", None),
-            incident("c", None),
+            incident("hermes-main", None),
+            incident("hermes-0.19.0", None),
+            incident("hermes-v0.21.5", None),
         ];
         let err = run_plots_labeled(&dir, &three, &[l("a"), l("b"), l("b")]);
         assert!(matches!(err, Err(PlotError::Labels(_))), "{err:?}");
@@ -756,7 +761,11 @@ mod tests {
         let later = busy(2880, 2885);
         parent.spans.extend(later.spans);
         parent.budget_used.extend(later.budget_used);
-        let mut r = run("p", None, vec![agent("parent", UNLIMITED, parent)]);
+        let mut r = run(
+            "hermes-main",
+            None,
+            vec![agent("parent", UNLIMITED, parent)],
+        );
         r.duration_us = 2885 * MIN;
         let axis = TimeAxis::compress_idle(&busy_spans(&r), min(r.duration_us));
         assert_eq!(axis.breaks().len(), 1);
