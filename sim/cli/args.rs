@@ -71,8 +71,8 @@ pub enum Command {
         compare_configs: Vec<PathBuf>,
         /// Which engine decides guardrails: builtin, or hermes-python[=PYTHON] (the installed
         /// hermes-agent package through bridges/hermes/adapter.py).
-        #[arg(long = "engine", default_value = "builtin")]
-        guard_engine: String,
+        #[arg(long = "engine", default_value = "builtin", value_parser = EngineName::parse)]
+        guard_engine: EngineName,
     },
     /// Re-run a trace: prove it byte-identical, or (with --profile, --config or --platform)
     /// show what another engine would have done, with its report and plots.
@@ -264,8 +264,8 @@ pub enum Command {
         /// The scenario file, or the name of a scenario of the built-in suite.
         scenario: PathBuf,
         /// The two engines (default: builtin and hermes-python).
-        #[arg(long = "engine")]
-        engines: Vec<String>,
+        #[arg(long = "engine", value_parser = EngineName::parse)]
+        engines: Vec<EngineName>,
         #[command(flatten)]
         engine_args: EngineArgs,
         /// The run seed (default: the scenario's).
@@ -275,8 +275,8 @@ pub enum Command {
         /// pydantic-ai, langgraph or smolagents, each optionally =PYTHON (the simulation runs
         /// under --profile, default the runtime's tested version: hermes-0.19.0,
         /// openai-agents-0.24, pydantic-ai-2.68, langgraph-1.2, smolagents-1.26).
-        #[arg(long, conflicts_with = "engines")]
-        live: Option<String>,
+        #[arg(long, conflicts_with = "engines", value_parser = RuntimeName::parse)]
+        live: Option<RuntimeName>,
         /// A live run's wall-clock limit in seconds.
         #[arg(long, default_value_t = 600.0)]
         timeout: f64,
@@ -290,8 +290,8 @@ pub enum Command {
         scenario: PathBuf,
         /// The runtime: hermes, openai-agents, pydantic-ai, langgraph or smolagents, each
         /// optionally =PYTHON (a Python that imports it).
-        #[arg(long, default_value = "hermes")]
-        runtime: String,
+        #[arg(long, default_value = "hermes", value_parser = RuntimeName::parse)]
+        runtime: RuntimeName,
         #[command(flatten)]
         engine_args: EngineArgs,
         /// The run seed (default: the scenario's).
@@ -422,6 +422,88 @@ impl EngineArgs {
 pub enum Schedule {
     Fifo,
     Shuffle,
+}
+
+/// Which engine decides the guardrails, as the line names it. Which Python and adapter
+/// `hermes-python` means is found when the run starts (`inputs::engine_choice`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineName {
+    /// loopsim's own engine.
+    Builtin,
+    /// The installed hermes-agent package through `bridges/hermes/adapter.py`, in this Python
+    /// (default: `LOOPSIM_PYTHON`, then target/hermes-venv, then python3).
+    HermesPython(Option<PathBuf>),
+}
+
+impl EngineName {
+    /// `builtin`, `hermes-python` or `hermes-python=PYTHON`.
+    pub fn parse(s: &str) -> Result<EngineName, String> {
+        let bad =
+            || format!("--engine `{s}`: expected builtin, hermes-python or hermes-python=PYTHON");
+        match s.split_once('=') {
+            None if s == "builtin" => Ok(EngineName::Builtin),
+            None if s == "hermes-python" => Ok(EngineName::HermesPython(None)),
+            Some(("hermes-python", py)) if !py.is_empty() => {
+                Ok(EngineName::HermesPython(Some(PathBuf::from(py))))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// As the line wrote it (rerun lines and reports print it back).
+impl std::fmt::Display for EngineName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineName::Builtin => f.write_str("builtin"),
+            EngineName::HermesPython(None) => f.write_str("hermes-python"),
+            EngineName::HermesPython(Some(py)) => write!(f, "hermes-python={}", py.display()),
+        }
+    }
+}
+
+/// A runtime with a live bridge, as the line names it: `NAME` or `NAME=PYTHON`. Which Python
+/// that means when none is given is found when the run starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeName {
+    pub runtime: loopsim_engine::profile::Runtime,
+    pub python: Option<PathBuf>,
+}
+
+impl RuntimeName {
+    /// `NAME` or `NAME=PYTHON`, NAME a runtime with a live bridge; the nearest name is
+    /// suggested for a misspelled one.
+    pub fn parse(s: &str) -> Result<RuntimeName, String> {
+        let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
+        let live = crate::cmd::live::LIVE_RUNTIMES.iter().map(|r| r.0);
+        let names: Vec<&str> = live.clone().map(|r| r.as_str()).collect();
+        let Some(runtime) = live.into_iter().find(|r| r.as_str() == name) else {
+            let near = loopsim_engine::config::keys::nearest(name, names.iter().copied())
+                .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
+            return Err(format!(
+                "--runtime `{s}`: expected NAME or NAME=PYTHON, NAME one of {}{near}",
+                names.join(", ")
+            ));
+        };
+        if python == Some("") {
+            return Err(format!("--runtime `{s}`: the Python after `=` is empty"));
+        }
+        Ok(RuntimeName {
+            runtime,
+            python: python.map(PathBuf::from),
+        })
+    }
+}
+
+/// As the line wrote it (rerun lines print it back).
+impl std::fmt::Display for RuntimeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.runtime.as_str())?;
+        match &self.python {
+            Some(py) => write!(f, "={}", py.display()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// `--format`, the same for every command that prints a result.

@@ -11,7 +11,7 @@ use loopsim_world::scenario::Scenario;
 use loopsim_world::sim::RunOptions;
 use loopsim_world::user_config::UserConfig;
 
-use crate::args::EngineArgs;
+use crate::args::{EngineArgs, EngineName};
 use crate::out::warn;
 use crate::suite;
 
@@ -161,9 +161,9 @@ pub fn wrong_port() -> Result<Option<loopsim_world::sim::WrongPort>> {
 
 /// The Python to use: the one given after `=`, else `$ENV_VAR`, else the project's
 /// `target/VENV` if it exists, else `python3`.
-pub fn python_for(given: Option<&str>, env_var: &str, venv: &str) -> PathBuf {
+pub fn python_for(given: Option<&Path>, env_var: &str, venv: &str) -> PathBuf {
     given
-        .map(PathBuf::from)
+        .map(Path::to_path_buf)
         .or_else(|| std::env::var_os(env_var).map(PathBuf::from))
         .unwrap_or_else(|| {
             let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -178,13 +178,12 @@ pub fn python_for(given: Option<&str>, env_var: &str, venv: &str) -> PathBuf {
         })
 }
 
-/// `builtin`, `hermes-python` or `hermes-python=PYTHON`.
-pub fn parse_engine(s: &str) -> Result<EngineChoice> {
-    let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
+/// The engine a line named, with its Python and adapter found.
+pub fn engine_choice(name: &EngineName) -> Result<EngineChoice> {
     match name {
-        "builtin" if python.is_none() => Ok(EngineChoice::Builtin),
-        "hermes-python" => {
-            let python = python_for(python, "LOOPSIM_PYTHON", "hermes-venv");
+        EngineName::Builtin => Ok(EngineChoice::Builtin),
+        EngineName::HermesPython(python) => {
+            let python = python_for(python.as_deref(), "LOOPSIM_PYTHON", "hermes-venv");
             let adapter = std::env::var_os("LOOPSIM_HERMES_ADAPTER")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| {
@@ -198,7 +197,6 @@ pub fn parse_engine(s: &str) -> Result<EngineChoice> {
             }
             Ok(EngineChoice::HermesPython { python, adapter })
         }
-        _ => bail!("--engine `{s}`: expected builtin, hermes-python or hermes-python=PYTHON"),
     }
 }
 

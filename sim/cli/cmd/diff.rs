@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::args::{EngineArgs, Format};
+use crate::args::{EngineArgs, EngineName, Format};
 use crate::inputs;
 use crate::out::{CheckFailed, emit, say};
 use crate::run_to_memory;
@@ -12,13 +12,13 @@ use loopsim_world::trace;
 
 pub fn run(
     path: &Path,
-    engines: &[String],
+    engines: &[EngineName],
     args: &EngineArgs,
     seed: Option<u64>,
     format: Format,
 ) -> Result<()> {
-    let names: Vec<String> = if engines.is_empty() {
-        vec!["builtin".into(), "hermes-python".into()]
+    let names: Vec<EngineName> = if engines.is_empty() {
+        vec![EngineName::Builtin, EngineName::HermesPython(None)]
     } else {
         engines.to_vec()
     };
@@ -36,7 +36,7 @@ pub fn run(
     )?;
     let mut traces = Vec::new();
     for n in &names {
-        let choice = inputs::parse_engine(n)?;
+        let choice = inputs::engine_choice(n)?;
         inputs::check_engine_profile(&choice, profile)?;
         let mut opts = base.clone();
         opts.seed = seed;
@@ -51,7 +51,7 @@ pub fn run(
             serde_json::to_string_pretty(&serde_json::json!({
                 "scenario": sc.file.name,
                 "seed": traces[0].0.seed,
-                "engines": names,
+                "engines": names.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 "identical": difference.is_none(),
                 "lines": lines,
                 "first_difference": difference.as_ref().map(|(line, a, b)| serde_json::json!({

@@ -11,7 +11,7 @@ use loopsim_world::scenario::Scenario;
 use loopsim_world::trace::{self, EventKind, Header};
 use serde_json::{Value, json};
 
-use crate::args::{EngineArgs, Format};
+use crate::args::{EngineArgs, Format, RuntimeName};
 use crate::inputs;
 use crate::out::{CheckFailed, emit, say};
 use crate::run_to_memory;
@@ -22,7 +22,7 @@ pub const LIVE_PROFILE: ProfileName = ProfileName::Hermes0_19_0;
 
 /// The runtimes with a live bridge, their profile by default (the version the tests install),
 /// the variable naming their Python, and the venv under `target/` the tests create.
-const LIVE_RUNTIMES: &[(Runtime, ProfileName, &str, &str)] = &[
+pub(crate) const LIVE_RUNTIMES: &[(Runtime, ProfileName, &str, &str)] = &[
     (
         Runtime::Hermes,
         LIVE_PROFILE,
@@ -68,23 +68,14 @@ pub struct LiveRuntime {
     pub profile: ProfileName,
 }
 
-/// `NAME` or `NAME=PYTHON`, NAME one of hermes, openai-agents, pydantic-ai, langgraph, smolagents, openhands.
-pub fn parse_runtime(s: &str) -> Result<LiveRuntime> {
-    let (name, python) = s.split_once('=').map_or((s, None), |(n, p)| (n, Some(p)));
-    let names: Vec<&str> = LIVE_RUNTIMES.iter().map(|r| r.0.as_str()).collect();
-    let Some(&(runtime, profile, var, venv)) = LIVE_RUNTIMES.iter().find(|r| r.0.as_str() == name)
-    else {
-        let near = loopsim_engine::config::keys::nearest(name, names.iter().copied())
-            .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
-        bail!(
-            "--runtime `{s}`: expected NAME or NAME=PYTHON, NAME one of {}{near}",
-            names.join(", ")
-        );
-    };
-    if python == Some("") {
-        bail!("--runtime `{s}`: the Python after `=` is empty");
-    }
-    let mut python = inputs::python_for(python, var, venv);
+/// The runtime a line named, with the Python that has it (the one named, else its variable,
+/// else the venv the tests create, else python3) and its default profile.
+pub fn parse_runtime(name: &RuntimeName) -> Result<LiveRuntime> {
+    let &(runtime, profile, var, venv) = LIVE_RUNTIMES
+        .iter()
+        .find(|r| r.0 == name.runtime)
+        .expect("RuntimeName::parse takes only live runtimes");
+    let mut python = inputs::python_for(name.python.as_deref(), var, venv);
     // The bridge runs in a folder of its own: a relative path must not change meaning there.
     if python.components().count() > 1 && python.is_relative() {
         python = std::env::current_dir()?.join(python);
@@ -113,7 +104,7 @@ pub struct LiveAndSimulated {
 
 pub fn run_both(
     path: &Path,
-    runtime: &str,
+    runtime: &RuntimeName,
     args: &EngineArgs,
     seed: Option<u64>,
     timeout_s: f64,
@@ -220,7 +211,7 @@ pub fn describe(d: &Divergence) -> String {
 /// `loopsim live SCENARIO`: the report of the real loop's run, beside the simulation's.
 pub fn live(
     path: &Path,
-    runtime: &str,
+    runtime: &RuntimeName,
     args: &EngineArgs,
     seed: Option<u64>,
     out: Option<&PathBuf>,
@@ -349,7 +340,7 @@ fn per_agent(events: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-fn summary_json(r: &LiveAndSimulated, runtime: &str, args: &EngineArgs) -> Value {
+fn summary_json(r: &LiveAndSimulated, runtime: &RuntimeName, args: &EngineArgs) -> Value {
     let (ns, nl) = compare::compared_counts(&r.simulated, &r.live_events);
     json!({
         "scenario": r.sc.file.name,
@@ -370,7 +361,7 @@ fn summary_json(r: &LiveAndSimulated, runtime: &str, args: &EngineArgs) -> Value
         "rerun": format!(
             "loopsim live {} --runtime {} --seed {}{}",
             loopsim_report::shell::quote(&r.sc.path),
-            loopsim_report::shell::quote(runtime),
+            loopsim_report::shell::quote(&runtime.to_string()),
             r.seed,
             args.flags()
         ),
@@ -428,7 +419,7 @@ fn summary_md(s: &Value, r: &LiveAndSimulated) -> String {
 /// `loopsim diff SCENARIO --live hermes`: exit 1 at the first divergent event.
 pub fn diff(
     path: &Path,
-    runtime: &str,
+    runtime: &RuntimeName,
     args: &EngineArgs,
     seed: Option<u64>,
     timeout_s: f64,

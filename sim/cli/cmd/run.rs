@@ -12,7 +12,7 @@ use loopsim_world::engine_bridge::EngineChoice;
 use loopsim_world::scheduler::Order;
 use loopsim_world::sim::RunOptions;
 
-use crate::args::{EngineArgs, Format, Schedule};
+use crate::args::{EngineArgs, EngineName, Format, Schedule};
 use crate::inputs;
 use crate::out::{CheckFailed, emit, say, say_raw};
 use crate::run_to_memory;
@@ -31,7 +31,7 @@ pub struct Args<'a> {
     pub format: Format,
     pub compare_profiles: &'a [ProfileName],
     pub compare_configs: &'a [PathBuf],
-    pub guard_engine: &'a str,
+    pub guard_engine: &'a EngineName,
 }
 
 /// Every flag that changes the result, so the line reproduces the run.
@@ -62,8 +62,8 @@ fn rerun_command(a: &Args<'_>, seed: u64) -> String {
             .collect();
         cmd += &format!(" --compare-configs {}", quote(&names.join(",")));
     }
-    if a.guard_engine != "builtin" {
-        cmd += &format!(" --engine {}", quote(a.guard_engine));
+    if *a.guard_engine != EngineName::Builtin {
+        cmd += &format!(" --engine {}", quote(&a.guard_engine.to_string()));
     }
     cmd
 }
@@ -74,7 +74,7 @@ fn label(profile: &str, platform: Option<&str>, what: &str) -> String {
 }
 
 pub fn run(a: Args<'_>) -> Result<()> {
-    let choice = inputs::parse_engine(a.guard_engine)?;
+    let choice = inputs::engine_choice(a.guard_engine)?;
     for (i, p) in a.compare_profiles.iter().enumerate() {
         if a.compare_profiles[..i].contains(p) {
             bail!("--compare-profiles: {p} is listed twice");
