@@ -10,7 +10,7 @@ use loopsim_report::markdown::ReportRun;
 use loopsim_report::metrics::RunMetrics;
 use loopsim_report::output::Outputs;
 use loopsim_world::scenario::Scenario;
-use loopsim_world::sim::RunOptions;
+use loopsim_world::sim::{RunOptions, RunSummary};
 
 use crate::args::Format;
 use crate::out::{emit, say};
@@ -34,58 +34,89 @@ pub fn run(
         None => Prices::built_in(),
     };
     if list {
-        let (rows, missing) = loopsim_import::list(database, &prices)?;
-        if format == Format::Json {
-            let sessions: Vec<serde_json::Value> = rows
-                .iter()
-                .map(|l| {
-                    let s = &l.session;
-                    serde_json::json!({
-                        "session": s.id,
-                        "source": s.source,
-                        "model": s.model,
-                        "started_utc": s.started_at.map(loopsim_import::utc),
-                        "calls": l.calls,
-                        "tokens": l.tokens,
-                        "cost_usd": l.cost_usd,
-                    })
-                })
-                .collect();
-            emit!(
-                "{}",
-                serde_json::to_string_pretty(&serde_json::json!({
-                    "sessions": sessions,
-                    "missing_columns": missing,
-                }))?
-            );
-            return Ok(());
-        }
-        say!("| session | source | model | started (UTC) | calls | tokens | cost |");
-        say!("| --- | --- | --- | --- | --- | --- | --- |");
-        for l in &rows {
-            let s = &l.session;
-            say!(
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                s.id,
-                s.source.as_deref().unwrap_or("-"),
-                s.model.as_deref().unwrap_or("-"),
-                s.started_at.map_or("-".into(), loopsim_import::utc),
-                l.calls,
-                l.tokens,
-                l.cost_usd.map_or("unknown".into(), |c| format!("${c:.2}"))
-            );
-        }
-        if !missing.is_empty() {
-            say!("columns this database lacks: {}", missing.join(", "));
-        }
-        return Ok(());
+        return list_sessions(database, &prices, format);
     }
     let session = session.context("--session is required (or --list)")?;
+    let done = import_session(database, session, agent_log, &prices, profile, out)?;
+    match format {
+        Format::Json => print_json(&done),
+        Format::Text => print_text(&done),
+    }
+}
+
+/// `--list`: the database's sessions, one row each.
+fn list_sessions(database: &std::path::Path, prices: &Prices, format: Format) -> Result<()> {
+    let (rows, missing) = loopsim_import::list(database, prices)?;
+    if format == Format::Json {
+        let sessions: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|l| {
+                let s = &l.session;
+                serde_json::json!({
+                    "session": s.id,
+                    "source": s.source,
+                    "model": s.model,
+                    "started_utc": s.started_at.map(loopsim_import::utc),
+                    "calls": l.calls,
+                    "tokens": l.tokens,
+                    "cost_usd": l.cost_usd,
+                })
+            })
+            .collect();
+        emit!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "sessions": sessions,
+                "missing_columns": missing,
+            }))?
+        );
+        return Ok(());
+    }
+    say!("| session | source | model | started (UTC) | calls | tokens | cost |");
+    say!("| --- | --- | --- | --- | --- | --- | --- |");
+    for l in &rows {
+        let s = &l.session;
+        say!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            s.id,
+            s.source.as_deref().unwrap_or("-"),
+            s.model.as_deref().unwrap_or("-"),
+            s.started_at.map_or("-".into(), loopsim_import::utc),
+            l.calls,
+            l.tokens,
+            l.cost_usd.map_or("unknown".into(), |c| format!("${c:.2}"))
+        );
+    }
+    if !missing.is_empty() {
+        say!("columns this database lacks: {}", missing.join(", "));
+    }
+    Ok(())
+}
+
+/// An imported session, with its replay as recorded and where it was written.
+struct Imported {
+    imported: loopsim_import::Imported,
+    summary: RunSummary,
+    dir: PathBuf,
+    /// The scenario file's path as shown.
+    shown: String,
+}
+
+/// Imports one session, replays it as recorded (it must make every recorded call) and writes
+/// the scenario, trace and report together, or nothing.
+fn import_session(
+    database: &std::path::Path,
+    session: &str,
+    agent_log: Option<&std::path::Path>,
+    prices: &Prices,
+    profile: Option<ProfileName>,
+    out: Option<&PathBuf>,
+) -> Result<Imported> {
     let imported = loopsim_import::import(&loopsim_import::Request {
         database,
         session,
         agent_log,
-        prices: &prices,
+        prices,
         profile,
     })?;
     let dir = out
@@ -135,27 +166,69 @@ pub fn run(
     outputs
         .commit()
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.display()))?;
-    if format == Format::Json {
-        let s = &runs[0].summary;
-        emit!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "session": imported.session.id,
-                "rows": r.rows,
-                "turns": r.turns.len(),
-                "model_calls": r.model_calls(),
-                "tool_calls": r.tool_calls(),
-                "profile": imported.profile.as_str(),
-                "estimated": imported.estimated,
-                "warnings": imported.warnings,
-                "missing_columns": imported.missing_columns,
-                "as_recorded": s,
-                "scenario": shown,
-                "trace": dir.join("trace.jsonl").display().to_string(),
-            }))?
-        );
-        return Ok(());
-    }
+    Ok(Imported {
+        summary: runs.into_iter().next().expect("one run").summary,
+        imported,
+        dir,
+        shown,
+    })
+}
+
+/// What was imported and where it was written, as JSON.
+fn print_json(done: &Imported) -> Result<()> {
+    let (imported, r, s, dir) = (
+        &done.imported,
+        &done.imported.rebuilt,
+        &done.summary,
+        &done.dir,
+    );
+    emit!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "session": imported.session.id,
+            "rows": r.rows,
+            "turns": r.turns.len(),
+            "model_calls": r.model_calls(),
+            "tool_calls": r.tool_calls(),
+            "profile": imported.profile.as_str(),
+            "estimated": imported.estimated,
+            "warnings": imported.warnings,
+            "missing_columns": imported.missing_columns,
+            "as_recorded": s,
+            "scenario": done.shown,
+            "trace": dir.join("trace.jsonl").display().to_string(),
+        }))?
+    );
+    Ok(())
+}
+
+/// What was imported, what was recorded and estimated, and where it was written.
+fn print_text(done: &Imported) -> Result<()> {
+    let (s, dir, shown) = (&done.summary, &done.dir, &done.shown);
+    print_recorded(&done.imported)?;
+    print_caveats(&done.imported)?;
+    say!(
+        "as recorded: {} calls, {} input tokens, {}, {:.1} min; exits {}",
+        s.total.model_calls,
+        s.total.input_tokens,
+        loopsim_report::terminal::usd(s.total.cost_usd(), s.price_unknown),
+        s.duration_us as f64 / 60e6,
+        s.agents[0].exit_reasons.join(", ")
+    );
+    say!(
+        "wrote {shown} and {}/{{trace.jsonl, summary.md, summary.json, runs.csv}} and plots",
+        dir.display()
+    );
+    say!(
+        "what if: loopsim replay {} --profile hermes-main [--platform telegram] [--config my-config.yaml]",
+        dir.join("trace.jsonl").display()
+    );
+    Ok(())
+}
+
+/// The session's shape and the guardrail actions Hermes recorded in it.
+fn print_recorded(imported: &loopsim_import::Imported) -> Result<()> {
+    let r = &imported.rebuilt;
     let decisions: Vec<String> = r
         .turns
         .iter()
@@ -204,6 +277,12 @@ pub fn run(
             r.stubs_unresolved
         );
     }
+    Ok(())
+}
+
+/// What the replay took from where, what it assumed, and what the session's record lacks.
+fn print_caveats(imported: &loopsim_import::Imported) -> Result<()> {
+    let r = &imported.rebuilt;
     say!("{}", imported.note);
     say!("scenario profile: {}", imported.profile);
     match &imported.agent_log {
@@ -244,22 +323,5 @@ pub fn run(
             r.missing_results
         );
     }
-    let s = &runs[0].summary;
-    say!(
-        "as recorded: {} calls, {} input tokens, {}, {:.1} min; exits {}",
-        s.total.model_calls,
-        s.total.input_tokens,
-        loopsim_report::terminal::usd(s.total.cost_usd(), s.price_unknown),
-        s.duration_us as f64 / 60e6,
-        s.agents[0].exit_reasons.join(", ")
-    );
-    say!(
-        "wrote {shown} and {}/{{trace.jsonl, summary.md, summary.json, runs.csv}} and plots",
-        dir.display()
-    );
-    say!(
-        "what if: loopsim replay {} --profile hermes-main [--platform telegram] [--config my-config.yaml]",
-        dir.join("trace.jsonl").display()
-    );
     Ok(())
 }

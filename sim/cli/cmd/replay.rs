@@ -93,83 +93,138 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
     if h.schedule == "live" {
         return replay_live(&recorded, &h, &sc, &shown, engine, format);
     }
-    let traced_config = match (&h.config_file, &h.config_text) {
-        (Some(name), Some(text)) => Some(Arc::new(
-            UserConfig::parse(text, name)
-                .with_context(|| format!("{shown}:1: the embedded config file"))?,
-        )),
-        _ => None,
-    };
-    let order = if h.schedule == "shuffle" {
-        Order::Shuffle
-    } else {
-        Order::Fifo
-    };
-    // A recorded session's trace replays its own decisions: no profile override.
-    let own_decisions = h.engine.as_deref() == Some("recorded");
-    let base = RunOptions {
-        seed: Some(h.seed),
-        profile: if own_decisions {
-            None
-        } else {
-            Some(h.profile.parse()?)
-        },
-        platform: if own_decisions {
-            None
-        } else {
-            h.platform.clone()
-        },
-        order,
-        config: traced_config.clone(),
-        record_series: false,
-        engine: EngineChoice::Builtin,
-        wrong_port: None,
-        guard_log: None,
-        invariants: Default::default(),
-        seeded_faults: match h.faults.as_deref() {
-            None => false,
-            Some("seeded") => true,
-            Some(other) => bail!(
-                "{shown}:1: header field `faults`: unknown value `{other}` (expected `seeded`)"
-            ),
-        },
-    };
+    let traced = Traced::read(&h, &shown)?;
     if !engine.is_set() {
-        let (_, bytes) = run_to_memory(&sc, &base)?;
-        return match trace::first_difference(&recorded, &bytes) {
-            None => {
-                let lines = bytes.iter().filter(|&&b| b == b'\n').count();
-                match format {
-                    Format::Json => emit!(
-                        "{}",
-                        serde_json::json!({"identical": true, "lines": lines, "scenario": h.scenario, "seed": h.seed})
-                    ),
-                    Format::Text => say!(
-                        "identical: {lines} lines re-executed byte for byte ({} seed {})",
-                        h.scenario,
-                        h.seed
-                    ),
-                }
-                Ok(())
-            }
-            Some((line, old, new)) => Err(CheckFailed(format!(
-                "traces differ at line {line}\n  recorded: {old}\n  replayed: {new}"
-            ))
-            .into()),
-        };
+        return prove_identical(&sc, &traced.options, &recorded, &h, format);
     }
+    let w = what_if(&sc, &traced, &h, &recorded, engine, &shown, out)?;
+    print_what_if(&w, format)
+}
+
+/// How a trace was run, read from its header: the options that re-run it as it was.
+struct Traced {
+    options: RunOptions,
+    /// The config.yaml the trace carries, if any.
+    config: Option<Arc<UserConfig>>,
+    /// A recorded session's trace replays its own decisions: no profile override.
+    own_decisions: bool,
+}
+
+impl Traced {
+    fn read(h: &Header, shown: &str) -> Result<Traced> {
+        let config = match (&h.config_file, &h.config_text) {
+            (Some(name), Some(text)) => Some(Arc::new(
+                UserConfig::parse(text, name)
+                    .with_context(|| format!("{shown}:1: the embedded config file"))?,
+            )),
+            _ => None,
+        };
+        let order = if h.schedule == "shuffle" {
+            Order::Shuffle
+        } else {
+            Order::Fifo
+        };
+        let own_decisions = h.engine.as_deref() == Some("recorded");
+        let options = RunOptions {
+            seed: Some(h.seed),
+            profile: if own_decisions {
+                None
+            } else {
+                Some(h.profile.parse()?)
+            },
+            platform: if own_decisions {
+                None
+            } else {
+                h.platform.clone()
+            },
+            order,
+            config: config.clone(),
+            record_series: false,
+            engine: EngineChoice::Builtin,
+            wrong_port: None,
+            guard_log: None,
+            invariants: Default::default(),
+            seeded_faults: match h.faults.as_deref() {
+                None => false,
+                Some("seeded") => true,
+                Some(other) => bail!(
+                    "{shown}:1: header field `faults`: unknown value `{other}` (expected `seeded`)"
+                ),
+            },
+        };
+        Ok(Traced {
+            options,
+            config,
+            own_decisions,
+        })
+    }
+}
+
+/// Re-runs the trace as it was and requires it byte for byte (exit 1 at the first difference).
+fn prove_identical(
+    sc: &Scenario,
+    base: &RunOptions,
+    recorded: &[u8],
+    h: &Header,
+    format: Format,
+) -> Result<()> {
+    let (_, bytes) = run_to_memory(sc, base)?;
+    match trace::first_difference(recorded, &bytes) {
+        None => {
+            let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+            match format {
+                Format::Json => emit!(
+                    "{}",
+                    serde_json::json!({"identical": true, "lines": lines, "scenario": h.scenario, "seed": h.seed})
+                ),
+                Format::Text => say!(
+                    "identical: {lines} lines re-executed byte for byte ({} seed {})",
+                    h.scenario,
+                    h.seed
+                ),
+            }
+            Ok(())
+        }
+        Some((line, old, new)) => Err(CheckFailed(format!(
+            "traces differ at line {line}\n  recorded: {old}\n  replayed: {new}"
+        ))
+        .into()),
+    }
+}
+
+/// A what-if: the traced run and the same run under other settings, with its report written.
+struct WhatIf {
+    before: RunSummary,
+    after: RunSummary,
+    own_decisions: bool,
+    /// The first trace line where the two differ (1-based, header included), if any.
+    diverged: Option<usize>,
+    rerun: String,
+    dir: PathBuf,
+}
+
+fn what_if(
+    sc: &Scenario,
+    traced: &Traced,
+    h: &Header,
+    recorded: &[u8],
+    engine: &EngineArgs,
+    shown: &str,
+    out: Option<&PathBuf>,
+) -> Result<WhatIf> {
     inputs::check_platform(engine.platform.as_deref())?;
+    let base = &traced.options;
     let series = RunOptions {
         record_series: true,
         ..base.clone()
     };
-    let (before, _) = run_to_memory(&sc, &series)?;
+    let (before, _) = run_to_memory(sc, &series)?;
     let mut what_if = inputs::run_options(engine)?;
     if what_if.config.is_none() {
-        what_if.config = traced_config;
+        what_if.config = traced.config.clone();
     }
     what_if.seed = Some(h.seed);
-    what_if.order = order;
+    what_if.order = base.order;
     what_if.record_series = true;
     what_if.profile = what_if
         .profile
@@ -178,29 +233,13 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
     what_if.platform = what_if.platform.or(base.platform.clone());
     let profile = what_if.profile.unwrap_or(sc.profile);
     inputs::config_warnings(
-        &[(&sc, profile)],
+        &[(sc, profile)],
         what_if.platform.as_deref(),
         what_if.config.as_deref(),
     )?;
-    let (after, after_trace) = run_to_memory(&sc, &what_if)?;
-    let rerun = format!("loopsim replay {}{}", quote(&shown), engine.flags());
-    let dir = match out {
-        Some(d) => d.clone(),
-        None => {
-            // The default folder is named by what the what-if changes; it never replaces the
-            // report of another what-if (another trace, say) without being told to.
-            let d = what_if_dir(&sc.file.name, engine);
-            if let Some(other) = existing_rerun(&d)
-                && other != rerun
-            {
-                bail!(
-                    "{} holds the report of another what-if (rerun: {other}); give --out DIR, or remove it",
-                    d.display()
-                );
-            }
-            d
-        }
-    };
+    let (after, after_trace) = run_to_memory(sc, &what_if)?;
+    let rerun = format!("loopsim replay {}{}", quote(shown), engine.flags());
+    let dir = report_dir(out, sc, engine, &rerun)?;
     let label_of = |s: &RunSummary, what: &str| {
         let platform = s.platform.as_deref().unwrap_or("no platform");
         if s.recorded {
@@ -209,9 +248,14 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
             format!("{what} ({} {platform})", s.profile)
         }
     };
+    let traced_as = if traced.own_decisions {
+        "recorded"
+    } else {
+        "traced"
+    };
     let runs = vec![
         ReportRun {
-            label: label_of(&before, if own_decisions { "recorded" } else { "traced" }),
+            label: label_of(&before, traced_as),
             metrics: RunMetrics::from_summary(&before, ""),
             summary: before.clone(),
         },
@@ -226,16 +270,52 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
     outputs
         .commit()
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", dir.display()))?;
-    let diverged = trace::first_difference(body(&recorded), body(&after_trace)).map(|d| d.0 + 1);
+    let diverged = trace::first_difference(body(recorded), body(&after_trace)).map(|d| d.0 + 1);
+    Ok(WhatIf {
+        before,
+        after,
+        own_decisions: traced.own_decisions,
+        diverged,
+        rerun,
+        dir,
+    })
+}
+
+/// Where a what-if's report goes: `--out`, else a folder named by what the what-if changes,
+/// which never replaces the report of another what-if (another trace, say) unasked.
+fn report_dir(
+    out: Option<&PathBuf>,
+    sc: &Scenario,
+    engine: &EngineArgs,
+    rerun: &str,
+) -> Result<PathBuf> {
+    if let Some(d) = out {
+        return Ok(d.clone());
+    }
+    let d = what_if_dir(&sc.file.name, engine);
+    if let Some(other) = existing_rerun(&d)
+        && other != rerun
+    {
+        bail!(
+            "{} holds the report of another what-if (rerun: {other}); give --out DIR, or remove it",
+            d.display()
+        );
+    }
+    Ok(d)
+}
+
+/// The what-if as JSON, or as a table of the two runs with what the what-if saved.
+fn print_what_if(w: &WhatIf, format: Format) -> Result<()> {
+    let (before, after) = (&w.before, &w.after);
     if format == Format::Json {
         emit!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "recorded": &before,
-                "counterfactual": &after,
-                "first_divergent_line": diverged,
-                "rerun": rerun,
-                "out": dir.display().to_string(),
+                "recorded": before,
+                "counterfactual": after,
+                "first_divergent_line": w.diverged,
+                "rerun": w.rerun,
+                "out": w.dir.display().to_string(),
             }))?
         );
         return Ok(());
@@ -270,18 +350,26 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
     say!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     say!(
         "{}",
-        row(if own_decisions { "recorded" } else { "traced" }, &before)
+        row(
+            if w.own_decisions {
+                "recorded"
+            } else {
+                "traced"
+            },
+            before
+        )
     );
-    say!("{}", row("counterfactual", &after));
+    say!("{}", row("counterfactual", after));
     say!(
         "saved: {} calls, {} input tokens, {}, {:.1} min; {}",
         before.total.model_calls as i64 - after.total.model_calls as i64,
         before.total.input_tokens as i64 - after.total.input_tokens as i64,
         usd(before.total.cost_usd() - after.total.cost_usd()),
         (before.duration_us as f64 - after.duration_us as f64) / 60e6,
-        diverged.map_or("no divergence: the same events".into(), |l| format!(
-            "first divergence at trace line {l}"
-        ))
+        w.diverged
+            .map_or("no divergence: the same events".into(), |l| format!(
+                "first divergence at trace line {l}"
+            ))
     );
     if let Some(st) = &after.settings {
         say!("in the what-if, hard stops are {}", st.hard_stop_rule);
@@ -291,9 +379,9 @@ pub fn run(path: &Path, engine: &EngineArgs, format: Format, out: Option<&PathBu
     }
     say!(
         "wrote {}/{{summary.md, summary.json, runs.csv, trace.jsonl}} and plots",
-        dir.display()
+        w.dir.display()
     );
-    say!("rerun: {rerun}");
+    say!("rerun: {}", w.rerun);
     Ok(())
 }
 
