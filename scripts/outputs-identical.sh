@@ -57,11 +57,27 @@ cmd run-compare run scenarios/execute-code-spin-wait.toml --out "$W/compare" \
 cmd replay replay "$W/runs/two-call-cycle-1-hermes-0.19.0/trace.jsonl"
 cmd what-if replay "$W/runs/two-call-cycle-1-hermes-0.19.0/trace.jsonl" --profile hermes-main \
   --out "$W/what-if"
+# Every command's JSON, which the Python API will read.
+cmd replay-json replay "$W/runs/two-call-cycle-1-hermes-0.19.0/trace.jsonl" --format json
+cmd what-if-json replay "$W/runs/two-call-cycle-1-hermes-0.19.0/trace.jsonl" --profile hermes-main \
+  --out "$W/what-if-json" --format json
+cmd check-json check --format json
+cmd gate-json gate --baseline reports/baseline.json --format json
+cmd explore-json explore scenarios/two-call-cycle.toml --seeds 0..20 --format json
+cmd sweep-json sweep scenarios/two-call-cycle.toml --grid faults.rate_limit=0,0.2 --seeds 0..2 \
+  --out "$W/sweep-json" --format json
+cmd compare-json compare scenarios/two-call-cycle.toml scenarios/healthy-progressing-poll.toml \
+  --out "$W/compare-json" --format json
+cmd list-json list --format json
+cmd codes-json codes --format json
+cmd validate-json validate scenarios --format json
+cmd diff-json diff scenarios/two-call-cycle.toml --engine builtin --engine builtin --format json
 if [ -n "${LOOPSIM_PYTHON:-}" ] && "$LOOPSIM_PYTHON" -c 'import hermes_state' 2>/dev/null; then
   "$LOOPSIM_PYTHON" tests/import/make_sessions.py "$W/hermes-home" >/dev/null
   cmd import-list import "$W/hermes-home/state.db" --list --format json
   cmd import import "$W/hermes-home/state.db" --session spin-1 --out "$W/import"
   cmd import-replay replay "$W/import/trace.jsonl" --profile hermes-main --out "$W/import-what-if"
+  cmd import-json import "$W/hermes-home/state.db" --session spin-1 --out "$W/import-json" --format json
 else
   echo "SKIPPED import: LOOPSIM_PYTHON has no hermes-agent" >&2
 fi
