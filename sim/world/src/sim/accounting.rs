@@ -9,13 +9,13 @@ impl World<'_> {
         let now = self.now();
         let ag = &mut self.agents[a];
         ag.tally.usage.add(u);
-        self.total.add(u);
-        if let Some((from, to)) = self.window
+        self.totals.total.add(u);
+        if let Some((from, to)) = self.totals.window
             && (from..to).contains(&now)
         {
             ag.tally.window.add(u);
         }
-        if self.loop_began.is_some() {
+        if self.totals.loop_began.is_some() {
             ag.tally.after_loop.add(u);
         }
         if let Some(s) = &mut ag.tally.series {
@@ -93,12 +93,12 @@ impl World<'_> {
 
     /// Whether any model that was called has an unknown price.
     pub(super) fn price_unknown(&self) -> bool {
-        let f = &self.sc.file;
+        let f = &self.setup.sc.file;
         let unknown = |m: &str| f.models.get(m).is_some_and(|m| m.price.unknown);
         self.agents
             .iter()
             .any(|a| a.tally.calls > 0 && unknown(a.spec.model.get_ref()))
-            || (self.total.approval_calls > 0
+            || (self.totals.total.approval_calls > 0
                 && f.approval_model
                     .as_ref()
                     .is_some_and(|m| unknown(m.get_ref())))
@@ -132,11 +132,11 @@ impl<'s> World<'s> {
         let n = ag.tally.calls;
         let used = ag.gov.budget().used();
         let slow = |mean_s: f64| mean_s > 0.0 && latency.0 as f64 >= 2e6 * mean_s;
-        if self.wrong_port == Some(WrongPort::UnchargedSlowCall)
+        if self.setup.wrong_port == Some(WrongPort::UnchargedSlowCall)
             && slow(model.latency_s.get_ref().mean())
         {
             // The deliberate break: a slow call reaches the total but no agent.
-            self.total.add(&u);
+            self.totals.total.add(&u);
         } else {
             self.account(a, &u);
         }

@@ -137,11 +137,14 @@ impl World<'_> {
         if depth == 0 {
             return 0.0;
         }
-        let own = *self.sc.file.agents[spec_name].crash_probability.get_ref();
+        let own = *self.setup.sc.file.agents[spec_name]
+            .crash_probability
+            .get_ref();
         if own > 0.0 {
             return own;
         }
-        self.seeded_crashes
+        self.setup
+            .seeded_crashes
             .iter()
             .find(|(n, _)| n == spec_name)
             .map_or(0.0, |(_, p)| *p)

@@ -116,7 +116,7 @@ impl World<'_> {
         }
         self.violation = Some(Violation {
             invariant,
-            seed: self.seed,
+            seed: self.setup.seed,
             event: self.sched.events_handled(),
             t_us: self.now(),
             agent: self.agents[a].name.clone(),
@@ -140,12 +140,12 @@ impl World<'_> {
         for ag in &self.agents {
             sum.add(&ag.tally.usage);
         }
-        if sum != self.total {
+        if sum != self.totals.total {
             let detail = format!(
                 "the run's total is {} model calls, {} input tokens, {} micro-dollars; its agents' calls add up to {}, {}, {}",
-                self.total.model_calls,
-                self.total.input_tokens,
-                self.total.cost_micro_usd,
+                self.totals.total.model_calls,
+                self.totals.total.input_tokens,
+                self.totals.total.cost_micro_usd,
                 sum.model_calls,
                 sum.input_tokens,
                 sum.cost_micro_usd
@@ -403,7 +403,7 @@ script = [{ answer = "found" }]
     fn a_cost_no_agent_made_is_caught() {
         let sc = scenario();
         let mut w = world(&sc);
-        w.total.add(&Usage {
+        w.totals.total.add(&Usage {
             cost_micro_usd: 7,
             ..Usage::default()
         });

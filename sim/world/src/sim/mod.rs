@@ -96,33 +96,15 @@ pub fn run(
 }
 
 struct World<'s> {
-    sc: &'s Scenario,
-    seed: u64,
-    /// Faults the seed drew for models without their own (`RunOptions::seeded_faults`).
-    seeded_faults: Vec<(String, crate::scenario::ModelFaults)>,
-    /// Hang probabilities the seed drew for timed tools without their own.
-    seeded_hangs: Vec<(String, f64)>,
-    /// Crash probabilities the seed drew for delegated agents without their own.
-    seeded_crashes: Vec<(String, f64)>,
-    cfg: EngineConfig,
-    child_cfg: EngineConfig,
+    /// How the run is set up: fixed once it starts.
+    setup: Setup<'s>,
     sched: Scheduler<Ev>,
     agents: Vec<Agent<'s>>,
     batches: Vec<Batch>,
     trace: TraceWriter,
-    total: Usage,
-    window: Option<(u64, u64)>,
-    loop_began: Option<u64>,
     horizon: Instant,
-    last_activity: Instant,
     hit_horizon: bool,
-    record_series: bool,
-    config_hash: String,
-    /// The user's config file and its hash, for the settings in reports.
-    config_file: Option<(String, String)>,
     bridge: Option<crate::engine_bridge::Bridge>,
-    /// Guardrail decisions come from the record (an imported scenario run as written).
-    recorded: bool,
     /// Parsed arguments per call spec (the specs live as long as the scenario).
     args_cache: ArgsCache,
     guard_log: Option<crate::guard_log::GuardLog>,
@@ -133,12 +115,43 @@ struct World<'s> {
     /// The run reached a state whose handling loopsim does not simulate: it stops there and
     /// fails with this reason.
     unsupported: Option<String>,
-    wrong_port: Option<WrongPort>,
     /// How often this run reached each coverage mark.
     coverage: Coverage,
     /// Ledgers of ended turns whose budget children still draw on (the budget invariant
     /// sums every turn that used a budget).
     retired_ledgers: Vec<(Arc<IterationBudget>, loopsim_engine::turn::Ledger)>,
+    /// What the whole run has spent, and when it was last active.
+    totals: Totals,
+}
+
+/// How a run is set up: its scenario and seed, what the seed drew, its engine configuration,
+/// and what its report says it used.
+struct Setup<'s> {
+    sc: &'s Scenario,
+    seed: u64,
+    /// Faults the seed drew for models without their own (`RunOptions::seeded_faults`).
+    seeded_faults: Vec<(String, crate::scenario::ModelFaults)>,
+    /// Hang probabilities the seed drew for timed tools without their own.
+    seeded_hangs: Vec<(String, f64)>,
+    /// Crash probabilities the seed drew for delegated agents without their own.
+    seeded_crashes: Vec<(String, f64)>,
+    cfg: EngineConfig,
+    child_cfg: EngineConfig,
+    record_series: bool,
+    config_hash: String,
+    /// The user's config file and its hash, for the settings in reports.
+    config_file: Option<(String, String)>,
+    /// Guardrail decisions come from the record (an imported scenario run as written).
+    recorded: bool,
+    wrong_port: Option<WrongPort>,
+}
+
+/// What the whole run has spent, and when.
+struct Totals {
+    total: Usage,
+    window: Option<(u64, u64)>,
+    loop_began: Option<u64>,
+    last_activity: Instant,
 }
 
 impl<'s> World<'s> {
@@ -185,55 +198,60 @@ impl<'s> World<'s> {
             }
         };
         let mut w = World {
-            seeded_faults: if opts.seeded_faults {
-                crate::faults::seeded_sites(sc, seed)
-            } else {
-                Vec::new()
-            },
-            seeded_hangs: if opts.seeded_faults {
-                crate::faults::seeded_tool_hangs(sc, seed)
-            } else {
-                Vec::new()
-            },
-            seeded_crashes: if opts.seeded_faults {
-                crate::faults::seeded_child_crashes(sc, seed)
-            } else {
-                Vec::new()
-            },
             checks: opts.invariants.enabled(),
             violation: None,
-            wrong_port: opts.wrong_port,
             unsupported: None,
             coverage: Coverage::default(),
             retired_ledgers: Vec::new(),
             guard_log: opts.guard_log.clone(),
-            recorded,
             bridge,
-            sc,
-            seed,
-            child_cfg,
             sched: Scheduler::new(opts.order, stream(seed, "schedule")),
             agents: Vec::new(),
             batches: Vec::new(),
             trace,
-            total: Usage::default(),
-            window: sc.file.report.window_s.as_ref().map(|w| {
-                let [a, b] = *w.get_ref();
-                (Duration::from_secs_f64(a).0, Duration::from_secs_f64(b).0)
-            }),
-            loop_began: None,
             horizon: Instant::START
                 + Duration::from_secs_f64(sc.file.report.horizon_s.unwrap_or(86_400.0)),
-            last_activity: Instant::START,
             args_cache: ArgsCache::default(),
             hit_horizon: false,
-            record_series: opts.record_series,
-            config_hash: String::new(),
-            config_file: opts.config.as_ref().map(|u| (u.file.clone(), u.hash.hex())),
-            cfg,
+            setup: Setup {
+                sc,
+                seed,
+                seeded_faults: if opts.seeded_faults {
+                    crate::faults::seeded_sites(sc, seed)
+                } else {
+                    Vec::new()
+                },
+                seeded_hangs: if opts.seeded_faults {
+                    crate::faults::seeded_tool_hangs(sc, seed)
+                } else {
+                    Vec::new()
+                },
+                seeded_crashes: if opts.seeded_faults {
+                    crate::faults::seeded_child_crashes(sc, seed)
+                } else {
+                    Vec::new()
+                },
+                cfg,
+
+                child_cfg,
+                record_series: opts.record_series,
+                config_hash: String::new(),
+                config_file: opts.config.as_ref().map(|u| (u.file.clone(), u.hash.hex())),
+                recorded,
+                wrong_port: opts.wrong_port,
+            },
+            totals: Totals {
+                total: Usage::default(),
+                window: sc.file.report.window_s.as_ref().map(|w| {
+                    let [a, b] = *w.get_ref();
+                    (Duration::from_secs_f64(a).0, Duration::from_secs_f64(b).0)
+                }),
+                loop_began: None,
+                last_activity: Instant::START,
+            },
         };
-        let config_hash = w.cfg.fingerprint().hex();
-        w.config_hash = config_hash.clone();
+        let config_hash = w.setup.cfg.fingerprint().hex();
+        w.setup.config_hash = config_hash.clone();
         // Sweeps keep no trace: building the header (it embeds the scenario) would be waste.
         if w.trace.enabled() {
             let header = Header {
@@ -244,8 +262,8 @@ impl<'s> World<'s> {
                 scenario_path: sc.path.clone(),
                 scenario_hash: sc.content_hash.hex(),
                 seed,
-                profile: w.cfg.profile.to_string(),
-                platform: w.cfg.platform.clone(),
+                profile: w.setup.cfg.profile.to_string(),
+                platform: w.setup.cfg.platform.clone(),
                 config_hash,
                 schedule: format!("{:?}", opts.order).to_lowercase(),
                 engine: recorded.then(|| "recorded".to_string()),
@@ -274,12 +292,12 @@ impl<'s> World<'s> {
         depth: u32,
         parent: Option<AgentId>,
     ) -> AgentId {
-        let spec = &self.sc.file.agents[spec_name];
+        let spec = &self.setup.sc.file.agents[spec_name];
         let name_for_engine = name.clone();
         let cfg = if depth == 0 {
-            self.cfg.clone()
+            self.setup.cfg.clone()
         } else {
-            self.child_cfg.clone()
+            self.setup.child_cfg.clone()
         };
         let max = if depth == 0 {
             cfg.max_iterations
@@ -292,17 +310,22 @@ impl<'s> World<'s> {
             d.push(LogEvent::System);
             d
         });
-        let crash =
-            crate::faults::CrashStream::new(self.seed, &name, self.crash_rate(spec_name, depth));
+        let crash = crate::faults::CrashStream::new(
+            self.setup.seed,
+            &name,
+            self.crash_rate(spec_name, depth),
+        );
         let id = self.agents.len();
         self.agents.push(Agent {
             script: {
-                let mut s = ScriptedAgent::new(&self.sc.file, &name, spec_name, self.seed)
-                    .with_observation_rules(cfg.observation)
-                    .with_context_length(cfg.context_length);
+                let mut s =
+                    ScriptedAgent::new(&self.setup.sc.file, &name, spec_name, self.setup.seed)
+                        .with_observation_rules(cfg.observation)
+                        .with_context_length(cfg.context_length);
                 // A seeded site, where the model has no faults of its own and the runtime's
                 // handling of both reply faults is proved.
                 if let Some((_, f)) = self
+                    .setup
                     .seeded_faults
                     .iter()
                     .find(|(m, _)| m == spec.model.get_ref())
@@ -313,8 +336,8 @@ impl<'s> World<'s> {
                 {
                     s = s.with_reply_faults(f);
                 }
-                if !self.seeded_hangs.is_empty() {
-                    s = s.with_tool_hangs(&self.seeded_hangs);
+                if !self.setup.seeded_hangs.is_empty() {
+                    s = s.with_tool_hangs(&self.setup.seeded_hangs);
                 }
                 match cfg.compression {
                     Some(c) => s.with_compression(c),
@@ -328,7 +351,7 @@ impl<'s> World<'s> {
                     Some(b) => {
                         Box::new(b.agent(&name_for_engine, cfg.platform.as_deref(), cfg.rules))
                     }
-                    None if self.recorded => {
+                    None if self.setup.recorded => {
                         Box::new(crate::recorded::RecordedGuard::new(spec, cfg.rules))
                     }
                     None => Box::new(Controller::new(cfg.guardrails, cfg.rules)),
@@ -383,7 +406,7 @@ impl<'s> World<'s> {
                 after_loop: Usage::default(),
                 wait_us: 0,
                 last_activity: self.sched.now(),
-                series: self.record_series.then(AgentSeries::default),
+                series: self.setup.record_series.then(AgentSeries::default),
                 tool_calls: Vec::new(),
                 stubs: 0,
                 compressions: Default::default(),
@@ -425,7 +448,7 @@ impl<'s> World<'s> {
                 break;
             }
             if !matches!(ev, Ev::Interrupt) {
-                self.last_activity = t;
+                self.totals.last_activity = t;
             }
             if self.bridge.as_ref().is_some_and(|b| b.failure().is_some()) {
                 break;
@@ -465,7 +488,7 @@ impl<'s> World<'s> {
             // Nothing is running: the user's stop comes after the work ended.
             return;
         }
-        self.last_activity = self.sched.now();
+        self.totals.last_activity = self.sched.now();
         self.coverage.hit(Mark::UserStop);
         if self.trace.enabled() {
             let e = self.event(0, EventKind::Interrupt);

@@ -68,10 +68,10 @@ impl<'s> World<'s> {
         };
         let faults = match &self.agents[a].script.model().faults {
             Some(f) => std::borrow::Cow::Borrowed(f),
-            None if self.seeded_faults.is_empty() => return Ok(delay),
+            None if self.setup.seeded_faults.is_empty() => return Ok(delay),
             None => {
                 let model = self.agents[a].spec.model.get_ref();
-                match self.seeded_faults.iter().find(|(m, _)| m == model) {
+                match self.setup.seeded_faults.iter().find(|(m, _)| m == model) {
                     Some((_, f)) => std::borrow::Cow::Owned(f.clone()),
                     None => return Ok(delay),
                 }
@@ -79,7 +79,7 @@ impl<'s> World<'s> {
         };
         let start = self.sched.now().0 + delay.0;
         let mut t = start;
-        let seed = self.seed;
+        let seed = self.setup.seed;
         loop {
             let ag = &mut self.agents[a];
             let stream = ag

@@ -225,7 +225,10 @@ impl World<'_> {
             return Err(RunError::Invariant(Box::new(v)));
         }
         if let Some(why) = self.unsupported.take() {
-            return Err(RunError::Unsupported(format!("{}: {why}", self.sc.path)));
+            return Err(RunError::Unsupported(format!(
+                "{}: {why}",
+                self.setup.sc.path
+            )));
         }
         if let Some(e) = self.bridge.as_ref().and_then(|b| b.failure()) {
             return Err(RunError::Engine {
@@ -250,8 +253,8 @@ impl World<'_> {
                     stop: ag.tally.stop.clone(),
                     summary_calls: ag.tally.summary_calls,
                     usage: ag.tally.usage.clone(),
-                    window: self.window.map(|_| ag.tally.window.clone()),
-                    after_loop_began: self.loop_began.map(|_| ag.tally.after_loop.clone()),
+                    window: self.totals.window.map(|_| ag.tally.window.clone()),
+                    after_loop_began: self.totals.loop_began.map(|_| ag.tally.after_loop.clone()),
                     wait_us: ag.tally.wait_us,
                     last_activity_us: ag.tally.last_activity.0,
                     series: ag.tally.series.clone(),
@@ -267,35 +270,36 @@ impl World<'_> {
                 })
                 .collect();
         let mut summary = RunSummary {
-            scenario: self.sc.file.name.clone(),
-            scenario_hash: self.sc.content_hash.hex(),
-            label: self.sc.file.label,
-            config_hash: self.config_hash.clone(),
-            settings: (self.trace.enabled() || self.record_series).then(|| {
+            scenario: self.setup.sc.file.name.clone(),
+            scenario_hash: self.setup.sc.content_hash.hex(),
+            label: self.setup.sc.file.label,
+            config_hash: self.setup.config_hash.clone(),
+            settings: (self.trace.enabled() || self.setup.record_series).then(|| {
                 crate::settings::Settings::of(
-                    &self.cfg,
-                    self.config_file.clone(),
-                    self.config_hash.clone(),
+                    &self.setup.cfg,
+                    self.setup.config_file.clone(),
+                    self.setup.config_hash.clone(),
                 )
             }),
-            seed: self.seed,
-            profile: self.cfg.profile,
-            platform: self.cfg.platform.clone(),
-            duration_us: self.last_activity.0,
+            seed: self.setup.seed,
+            profile: self.setup.cfg.profile,
+            platform: self.setup.cfg.platform.clone(),
+            duration_us: self.totals.last_activity.0,
             parent_exit_reason: self.agents[0]
                 .tally
                 .last_turn_exit
                 .clone()
                 .unwrap_or(ExitReason::Unknown),
             agents,
-            total: self.total.clone(),
-            loop_began_us: self.loop_began,
+            total: self.totals.total.clone(),
+            loop_began_us: self.totals.loop_began,
             events: self.sched.events_handled(),
             hit_horizon: self.hit_horizon,
             trace_hash: String::new(),
             price_unknown: self.price_unknown(),
-            recorded: self.recorded,
+            recorded: self.setup.recorded,
             source_note: self
+                .setup
                 .sc
                 .file
                 .source

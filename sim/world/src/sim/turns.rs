@@ -225,8 +225,8 @@ impl World<'_> {
                     }
                     return self.end_turn(a);
                 }
-                if call.step.is_some_and(|s| s.loop_begins) && self.loop_began.is_none() {
-                    self.loop_began = Some(self.sched.now().0);
+                if call.step.is_some_and(|s| s.loop_begins) && self.totals.loop_began.is_none() {
+                    self.totals.loop_began = Some(self.sched.now().0);
                 }
                 self.agents[a].round.plan = Some(call.reply);
                 self.bill_model_call(a, &call, delay);
